@@ -1,0 +1,2 @@
+"""contend: container isolation measurement and protection."""
+__version__ = "0.1.0"

@@ -1,0 +1,194 @@
+"""The one cgroup interface contend uses, whatever the host's hierarchy (DESIGN §4)."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PREFIX = "contend"  # every cgroup contend creates lives below <hierarchy>/contend/
+
+
+@dataclass(frozen=True)
+class IoLimit:
+    """A throttle on one block device ("MAJ:MIN"); None means unlimited."""
+
+    device: str
+    rbps: int | None = None
+    wbps: int | None = None
+    riops: int | None = None
+    wiops: int | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpu: float | None = None  # CPUs (1.0 = one full core), enforced as a CFS quota
+    memory: int | None = None  # bytes
+    io: tuple[IoLimit, ...] = ()
+    pids: int | None = None
+    cpu_period_us: int = 100_000
+
+
+@dataclass
+class IoCounters:
+    rbytes: int = 0
+    wbytes: int = 0
+    rios: int = 0
+    wios: int = 0
+
+
+@dataclass
+class Stats:
+    """A snapshot of a cgroup's counters. Cumulative counters only grow; the sampler takes differences."""
+
+    cpu_usage_ns: int = 0
+    nr_periods: int = 0
+    nr_throttled: int = 0
+    throttled_ns: int = 0
+    memory_current: int = 0
+    memory_peak: int = 0
+    memory_events: dict[str, int] = field(default_factory=dict)  # max/oom/oom_kill hits
+    io: dict[str, IoCounters] = field(default_factory=dict)  # by "MAJ:MIN"
+    pressure: dict[str, float] = field(default_factory=dict)  # e.g. {"cpu.some.total_us": ...}
+
+
+class Cgroup(ABC):
+    """One container's cgroup: relpath is the same in every hierarchy (e.g. contend/ct-abc)."""
+
+    def __init__(self, relpath: str):
+        self.relpath = relpath.strip("/")
+
+    @abstractmethod
+    def dirs(self) -> list[Path]:
+        """Every directory that makes up this cgroup (one per v1 hierarchy, one on v2)."""
+
+    @abstractmethod
+    def create(self) -> None: ...
+
+    @abstractmethod
+    def set_limits(self, limits: Limits) -> None: ...
+
+    @abstractmethod
+    def clear_io_limits(self, device: str) -> None: ...
+
+    @abstractmethod
+    def stats(self) -> Stats: ...
+
+    @abstractmethod
+    def procs(self) -> list[int]: ...
+
+    @abstractmethod
+    def add_pid(self, pid: int) -> None: ...
+
+    def exists(self) -> bool:
+        return any(d.is_dir() for d in self.dirs())
+
+    def kill_all(self, timeout: float = 5.0) -> None:
+        """SIGKILL every process inside, until the cgroup is empty (or timeout)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = self.procs()
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+
+    def remove(self) -> None:
+        """Kill what is left and remove every directory, deepest first, and contend's own parent if now empty."""
+        self.kill_all()
+        for d in self.dirs():
+            remove_tree(d)
+            if d.parent.name == PREFIX:
+                try:
+                    d.parent.rmdir()
+                except OSError:
+                    pass  # another container of contend's still lives there
+
+
+def remove_tree(d: Path) -> None:
+    """rmdir a cgroup directory and its children (cgroupfs only allows rmdir, bottom up)."""
+    if not d.is_dir():
+        return
+    for child in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        _rmdir(child)
+    _rmdir(d)
+
+
+def _rmdir(d: Path) -> None:
+    for _ in range(50):
+        try:
+            d.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)  # EBUSY while the last task exits
+    d.rmdir()
+
+
+def read_int(path: Path, default: int = 0) -> int:
+    try:
+        text = path.read_text().strip()
+    except (FileNotFoundError, OSError):
+        return default
+    if text == "max":
+        return -1
+    try:
+        return int(text)
+    except ValueError:
+        return default
+
+
+def read_keyed(path: Path) -> dict[str, int]:
+    """Parse 'key value' lines (cpu.stat, memory.events, memory.oom_control)."""
+    out: dict[str, int] = {}
+    try:
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+                out[parts[0]] = int(parts[1])
+    except (FileNotFoundError, OSError):
+        pass
+    return out
+
+
+def read_pressure(path: Path, resource: str) -> dict[str, float]:
+    """Parse a PSI file: 'some avg10=0.00 avg60=0.00 avg300=0.00 total=123'."""
+    out: dict[str, float] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except (FileNotFoundError, OSError):
+        return out
+    for line in lines:
+        kind, *fields = line.split()
+        for f in fields:
+            key, _, val = f.partition("=")
+            name = "total_us" if key == "total" else key
+            out[f"{resource}.{kind}.{name}"] = float(val)
+    return out
+
+
+def read_procs(d: Path) -> list[int]:
+    """Processes in d and every cgroup below it (lxc-attach, for one, uses a child cgroup)."""
+    pids: list[int] = []
+    if not d.is_dir():
+        return pids
+    for f in [d / "cgroup.procs", *d.rglob("*/cgroup.procs")]:
+        try:
+            pids.extend(int(x) for x in f.read_text().split())
+        except (FileNotFoundError, OSError):
+            pass
+    return pids
+
+
+def write(path: Path, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)

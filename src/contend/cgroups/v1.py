@@ -1,0 +1,129 @@
+"""cgroup v1 (also the v1 half of a hybrid host): one directory per controller hierarchy."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import (Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_procs,
+                   write)
+
+# the controllers contend needs, and those it only keeps tidy (so `clean` finds everything)
+NEEDED = ("cpu", "cpuacct", "memory", "blkio", "pids")
+
+
+def v1_hierarchies(mounts: str | None = None) -> dict[str, Path]:
+    """Map each v1 controller (and name=systemd) to its mount point, from /proc/mounts."""
+    if mounts is None:
+        mounts = Path("/proc/mounts").read_text()
+    out: dict[str, Path] = {}
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or parts[2] != "cgroup":
+            continue
+        for opt in parts[3].split(","):
+            if opt in ("rw", "ro", "relatime", "nosuid", "nodev", "noexec", "clone_children"):
+                continue
+            if opt.startswith("name="):
+                opt = opt[len("name="):]
+            out.setdefault(opt, Path(parts[1]))
+    return out
+
+
+class V1Cgroup(Cgroup):
+    def __init__(self, relpath: str, hierarchies: dict[str, Path] | None = None):
+        super().__init__(relpath)
+        self.h = hierarchies if hierarchies is not None else v1_hierarchies()
+
+    def _dir(self, controller: str) -> Path:
+        return self.h[controller] / self.relpath
+
+    def dirs(self) -> list[Path]:
+        seen: dict[Path, None] = {}
+        for mount in self.h.values():
+            seen.setdefault(mount / self.relpath, None)
+        return list(seen)
+
+    def create(self) -> None:
+        for d in self.dirs():
+            d.mkdir(parents=True, exist_ok=True)
+
+    def set_limits(self, limits: Limits) -> None:
+        if limits.cpu is not None:
+            cpu = self._dir("cpu")
+            write(cpu / "cpu.cfs_period_us", str(limits.cpu_period_us))
+            write(cpu / "cpu.cfs_quota_us", str(int(limits.cpu * limits.cpu_period_us)))
+        if limits.memory is not None:
+            write(self._dir("memory") / "memory.limit_in_bytes", str(limits.memory))
+        for lim in limits.io:
+            self._set_io(lim)
+        if limits.pids is not None:
+            write(self._dir("pids") / "pids.max", str(limits.pids))
+
+    def _set_io(self, lim: IoLimit) -> None:
+        blk = self._dir("blkio")
+        for name, value in (("read_bps", lim.rbps), ("write_bps", lim.wbps),
+                            ("read_iops", lim.riops), ("write_iops", lim.wiops)):
+            # v1 has no "max": writing 0 removes the rule for that device
+            write(blk / f"blkio.throttle.{name}_device", f"{lim.device} {value or 0}")
+
+    def clear_io_limits(self, device: str) -> None:
+        self._set_io(IoLimit(device))
+
+    def io_limits(self) -> dict[str, IoLimit]:
+        """The throttles set on this cgroup, by device."""
+        found: dict[str, dict[str, int]] = {}
+        blk = self._dir("blkio")
+        for name, key in (("read_bps", "rbps"), ("write_bps", "wbps"),
+                          ("read_iops", "riops"), ("write_iops", "wiops")):
+            try:
+                lines = (blk / f"blkio.throttle.{name}_device").read_text().splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                dev, val = line.split()
+                found.setdefault(dev, {})[key] = int(val)
+        return {dev: IoLimit(dev, **vals) for dev, vals in found.items()}
+
+    def stats(self) -> Stats:
+        s = Stats()
+        s.cpu_usage_ns = read_int(self._dir("cpuacct") / "cpuacct.usage")
+        cs = read_keyed(self._dir("cpu") / "cpu.stat")
+        s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
+        s.throttled_ns = cs.get("throttled_time", 0)
+        mem = self._dir("memory")
+        s.memory_current = read_int(mem / "memory.usage_in_bytes")
+        s.memory_peak = read_int(mem / "memory.max_usage_in_bytes")
+        oom = read_keyed(mem / "memory.oom_control")
+        s.memory_events = {"max": read_int(mem / "memory.failcnt"), "oom_kill": oom.get("oom_kill", 0)}
+        s.io = self._io_stats()
+        return s
+
+    def _io_stats(self) -> dict[str, IoCounters]:
+        out: dict[str, IoCounters] = {}
+        blk = self._dir("blkio")
+        for fname, rkey, wkey in (("blkio.throttle.io_service_bytes_recursive", "rbytes", "wbytes"),
+                                  ("blkio.throttle.io_serviced_recursive", "rios", "wios")):
+            try:
+                lines = (blk / fname).read_text().splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                parts = line.split()
+                if len(parts) != 3:
+                    continue
+                c = out.setdefault(parts[0], IoCounters())
+                if parts[1] == "Read":
+                    setattr(c, rkey, int(parts[2]))
+                elif parts[1] == "Write":
+                    setattr(c, wkey, int(parts[2]))
+        return out
+
+    def procs(self) -> list[int]:
+        pids: set[int] = set()
+        for d in self.dirs():
+            pids.update(read_procs(d))
+        return sorted(pids)
+
+    def add_pid(self, pid: int) -> None:
+        for d in self.dirs():
+            if d.is_dir():
+                write(d / "cgroup.procs", str(pid))

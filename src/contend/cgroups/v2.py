@@ -1,0 +1,117 @@
+"""cgroup v2: one directory in the unified hierarchy, controllers enabled from the root down."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import (Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_pressure,
+                   read_procs, write)
+
+WANTED = ("cpu", "memory", "io", "pids")
+
+
+class V2Cgroup(Cgroup):
+    def __init__(self, relpath: str, root: Path = Path("/sys/fs/cgroup")):
+        super().__init__(relpath)
+        self.root = Path(root)
+
+    @property
+    def dir(self) -> Path:
+        return self.root / self.relpath
+
+    def dirs(self) -> list[Path]:
+        return [self.dir]
+
+    def create(self) -> None:
+        # enable the wanted controllers in every ancestor's subtree_control, top down
+        node = self.root
+        for part in Path(self.relpath).parts:
+            self._enable_controllers(node)
+            node = node / part
+            node.mkdir(exist_ok=True)
+
+    def _enable_controllers(self, node: Path) -> None:
+        try:
+            available = (node / "cgroup.controllers").read_text().split()
+            enabled = (node / "cgroup.subtree_control").read_text().split()
+        except OSError:
+            return
+        missing = [c for c in WANTED if c in available and c not in enabled]
+        if missing:
+            write(node / "cgroup.subtree_control", " ".join(f"+{c}" for c in missing))
+
+    def controllers(self) -> list[str]:
+        try:
+            return (self.dir / "cgroup.controllers").read_text().split()
+        except OSError:
+            return []
+
+    def set_limits(self, limits: Limits) -> None:
+        if limits.cpu is not None:
+            write(self.dir / "cpu.max", f"{int(limits.cpu * limits.cpu_period_us)} {limits.cpu_period_us}")
+        if limits.memory is not None:
+            write(self.dir / "memory.max", str(limits.memory))
+        for lim in limits.io:
+            write(self.dir / "io.max", io_max_line(lim))
+        if limits.pids is not None:
+            write(self.dir / "pids.max", str(limits.pids))
+
+    def clear_io_limits(self, device: str) -> None:
+        write(self.dir / "io.max", io_max_line(IoLimit(device)))
+
+    def io_limits(self) -> dict[str, IoLimit]:
+        out: dict[str, IoLimit] = {}
+        try:
+            lines = (self.dir / "io.max").read_text().splitlines()
+        except OSError:
+            return out
+        for line in lines:
+            dev, *fields = line.split()
+            vals = {}
+            for f in fields:
+                k, _, v = f.partition("=")
+                vals[k] = None if v == "max" else int(v)
+            out[dev] = IoLimit(dev, **vals)
+        return out
+
+    def stats(self) -> Stats:
+        s = Stats()
+        cs = read_keyed(self.dir / "cpu.stat")
+        s.cpu_usage_ns = cs.get("usage_usec", 0) * 1000
+        s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
+        s.throttled_ns = cs.get("throttled_usec", 0) * 1000
+        s.memory_current = read_int(self.dir / "memory.current")
+        s.memory_peak = read_int(self.dir / "memory.peak")
+        s.memory_events = read_keyed(self.dir / "memory.events")
+        s.io = parse_io_stat(self.dir / "io.stat")
+        for res in ("cpu", "memory", "io"):
+            s.pressure.update(read_pressure(self.dir / f"{res}.pressure", res))
+        return s
+
+    def procs(self) -> list[int]:
+        return sorted(set(read_procs(self.dir)))
+
+    def add_pid(self, pid: int) -> None:
+        write(self.dir / "cgroup.procs", str(pid))
+
+    def inode(self) -> int:
+        """The cgroup id that bpftrace's `cgroup` builtin reports for tasks in this cgroup."""
+        return self.dir.stat().st_ino
+
+
+def io_max_line(lim: IoLimit) -> str:
+    def v(x: int | None) -> str:
+        return "max" if not x else str(x)
+    return f"{lim.device} rbps={v(lim.rbps)} wbps={v(lim.wbps)} riops={v(lim.riops)} wiops={v(lim.wiops)}"
+
+
+def parse_io_stat(path: Path) -> dict[str, IoCounters]:
+    out: dict[str, IoCounters] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        dev, *fields = line.split()
+        vals = dict(f.split("=", 1) for f in fields if "=" in f)
+        out[dev] = IoCounters(**{k: int(vals.get(k, 0)) for k in ("rbytes", "wbytes", "rios", "wios")})
+    return out

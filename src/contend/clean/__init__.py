@@ -1,0 +1,116 @@
+"""clean: find and remove everything contend ever created on this host, by its prefix.
+
+Containers of every runtime, bundles and runtime state, cgroups in every hierarchy (tracking ones
+included), per-tenant data directories, network namespaces, veths and bridges.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+from .. import runtimes
+from ..cgroups import CgroupHost, detect, remove_tree
+from ..runner import DATA
+from ..runtimes import NAME_PREFIX, STATE
+
+LINK_PREFIX = "contend"  # interface names are at most 15 characters: contend + 8
+
+
+@dataclass
+class Leftover:
+    kind: str
+    name: str
+    remove: Callable[[], None]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+def _kill_and_remove(d: Path) -> None:
+    for f in [d / "cgroup.procs", *d.rglob("*/cgroup.procs")]:
+        try:
+            for pid in f.read_text().split():
+                subprocess.run(["kill", "-9", pid], capture_output=True)
+        except OSError:
+            pass
+    remove_tree(d)
+
+
+def find(host: CgroupHost | None = None) -> list[Leftover]:
+    host = host or detect()
+    found: list[Leftover] = []
+    for rt in runtimes.all_runtimes(host):
+        try:
+            names = rt.leftovers()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        found += [Leftover(f"{rt.name} container", n, partial(rt.remove_leftover, n)) for n in names]
+    for root in host.roots():
+        if root.is_dir():
+            found += [Leftover("cgroup", str(d), partial(_kill_and_remove, d))
+                      for d in sorted(root.iterdir()) if d.is_dir()]
+            found.append(Leftover("cgroup", str(root), partial(remove_tree, root)))
+    for base in (STATE / "bundles", DATA, *(STATE / n for n in runtimes.KNOWN)):
+        if base.is_dir():
+            found += [Leftover("directory", str(d), partial(shutil.rmtree, d, True))
+                      for d in sorted(base.iterdir()) if d.name.startswith(NAME_PREFIX)]
+    found += _netns() + _links()
+    return found
+
+
+def _netns() -> list[Leftover]:
+    if shutil.which("ip") is None:
+        return []
+    p = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    names = [line.split()[0] for line in p.stdout.splitlines() if line.startswith(NAME_PREFIX)]
+    return [Leftover("network namespace", n, partial(subprocess.run, ["ip", "netns", "delete", n],
+                                                     capture_output=True)) for n in names]
+
+
+def _links() -> list[Leftover]:
+    if shutil.which("ip") is None:
+        return []
+    p = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
+    names = []
+    for line in p.stdout.splitlines():
+        parts = line.split(":")
+        if len(parts) > 1:
+            name = parts[1].strip().split("@")[0]
+            if name.startswith(LINK_PREFIX):
+                names.append(name)
+    return [Leftover("link", n, partial(subprocess.run, ["ip", "link", "delete", n], capture_output=True))
+            for n in names]
+
+
+def clean(dry_run: bool = False, say: Callable[[str], None] = print) -> int:
+    """Remove (or with dry_run only list) every leftover; returns how many there were.
+
+    Runs until a pass finds nothing: removing a container also removes its cgroups, so one pass's
+    list can hold items already gone.
+    """
+    host = detect()
+    first = find(host)
+    if dry_run:
+        for item in first:
+            say(f"would remove {item}")
+        return len(first)
+    items = first
+    for _ in range(3):
+        for item in items:
+            if item.kind in ("cgroup", "directory") and not Path(item.name).exists():
+                continue  # went with its container
+            say(f"removing {item}")
+            try:
+                item.remove()
+            except OSError as e:
+                say(f"  could not: {e}")
+        items = find(host)
+        if not items:
+            break
+    for item in items:
+        say(f"still there: {item}")
+    return len(first)

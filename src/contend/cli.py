@@ -1,0 +1,183 @@
+"""The contend command line (typer). Exit codes: 0 ok, 1 experiment failed, 2 bad input."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+                  help="contend: how well are your containers isolated from each other?\n\n"
+                       "Runs real containers under real OCI runtimes, loads them, watches them from the host "
+                       "(cgroup counters, eBPF) and computes the isolation metrics of the literature.")
+console = Console()
+err = Console(stderr=True)
+
+
+def fail(msg: str, code: int = 2) -> None:
+    """One line, no traceback."""
+    err.print(f"contend: {msg}", markup=False, highlight=False)
+    raise typer.Exit(code)
+
+
+def need_root(what: str) -> None:
+    if os.geteuid() != 0:
+        fail(f"{what} needs root (containers, cgroups and eBPF are host facilities)")
+
+
+def _term_as_interrupt() -> None:
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+@app.callback(invoke_without_command=True)
+def main(version: bool = typer.Option(False, "--version", help="Print the version and exit.")):
+    if version:
+        console.print(f"contend {__version__}")
+        raise typer.Exit()
+
+
+# ---------------------------------------------------------------- doctor
+@app.command()
+def doctor(as_json: bool = typer.Option(False, "--json", help="Print the facts as JSON."),
+           calibrate: bool = typer.Option(False, "--calibrate",
+                                          help="Measure CPU, disk and memory capacity and save it "
+                                               "(scenario limits and ramps are fractions of it)."),
+           disk_dir: Path = typer.Option(None, help="Directory on the experiment device for disk calibration "
+                                                    "(default /var/lib/contend/data).")):
+    """What this host offers: runtimes (and whether they really run a container), cgroups, eBPF probes,
+    load generators, disks, measured capacity."""
+    from .doctor import calibrate as do_calibrate, facts
+    from .doctor.calibrate import CAPACITY_FILE, HOME
+    if calibrate:
+        need_root("doctor --calibrate")
+        with console.status("calibrating: CPU (3 s), disk (2 × 5 s fio), memory"):
+            cap = do_calibrate(disk_dir or HOME / "data")
+        if not as_json:
+            console.print(f"capacity saved to {CAPACITY_FILE}")
+    with console.status("looking at this host (starting a container per runtime)"):
+        f = facts(try_runtimes=os.geteuid() == 0)
+    if as_json:
+        print(json.dumps(f, indent=2))
+        return
+    _print_facts(f)
+
+
+def _yes(b) -> str:
+    return "[green]yes[/green]" if b else ("[red]no[/red]" if b is not None else "[yellow]not tried[/yellow]")
+
+
+def _print_facts(f: dict) -> None:
+    h = f["host"]
+    console.print(f"[bold]host[/bold] {h['hostname']}: kernel {h['kernel']}, {h['cpus']} CPUs, "
+                  f"{h['memory_bytes'] / 2**30:.1f} GiB, root: {h['root']}")
+    t = Table(title="runtimes", title_justify="left")
+    for c in ("runtime", "found", "version", "runs a container", "why not"):
+        t.add_column(c)
+    for r in f["runtimes"]:
+        t.add_row(r["name"], _yes(r["found"]), r["version"], _yes(r["runs"]), r["reason"])
+    console.print(t)
+    cg = f["cgroups"]
+    console.print(f"[bold]cgroups[/bold] mode {cg['mode']}, controllers: {' '.join(cg['controllers'])}"
+                  + (f", unified tree at {cg['unified']}" if cg["unified"] else ""))
+    t = Table(title="eBPF (bpftrace " + (f["ebpf"]["bpftrace"] or "missing") + ")", title_justify="left")
+    for c in ("probe", "attaches", "why not"):
+        t.add_column(c)
+    for name, r in f["ebpf"]["probe_types"].items():
+        t.add_row(f"{name} (probe type)", _yes(r["attaches"]), r["reason"])
+    for p in f["ebpf"]["probes"]:
+        t.add_row(f"contend probe: {p['name']}", _yes(p["attaches"]), p["reason"])
+    console.print(t)
+    console.print("[bold]load generators[/bold] " + ", ".join(
+        f"{k} {v}" if v else f"{k} [red]missing[/red]" for k, v in f["load_generators"].items()))
+    t = Table(title="disks", title_justify="left")
+    for c in ("disk", "MAJ:MIN", "rotational", "scheduler", "size"):
+        t.add_column(c)
+    for d in f["disks"]:
+        t.add_row(d["name"], d["dev"], str(d["rotational"]), d["scheduler"], f"{d['size_bytes'] / 2**30:.0f} GiB")
+    console.print(t)
+    cap = f["capacity"]
+    if cap:
+        parts = [f"{cap.get('cpus')} CPUs × {cap.get('cpu_bogo_ops_s_per_cpu', 0):.0f} bogo ops/s"]
+        if "disk_read_iops" in cap:
+            parts.append(f"disk {cap['disk_device']}: {cap['disk_read_iops']:.0f} 4k read IOPS, "
+                         f"{cap['disk_write_bw_bytes_s'] / 1e6:.0f} MB/s write")
+        if "memory_bytes" in cap:
+            parts.append(f"memory {cap['memory_bytes'] / 2**30:.1f} GiB")
+        console.print(f"[bold]capacity[/bold] (calibrated {cap.get('calibrated_at', '?')}): " + "; ".join(parts))
+    else:
+        console.print("[bold]capacity[/bold] not calibrated: run [cyan]contend doctor --calibrate[/cyan]")
+
+
+# ---------------------------------------------------------------- run
+@app.command()
+def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment spec (YAML), e.g. presets/quick.yaml."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                           help="Results directory (default results/<name>-<time>)."),
+        repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", min=1,
+                                                  help="Override the spec's repetitions."),
+        as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON at the end.")):
+    """Run an experiment: every runtime × scenario × resource × repetition of SPEC, then metrics, table
+    and report. Ctrl-C stops after cleaning up; finished trials are kept."""
+    from .spec import SpecError, load
+    try:
+        spec = load(spec_path)
+    except SpecError as e:
+        fail(str(e))
+    if repetitions is not None:
+        spec = spec.model_copy(update={"repetitions": repetitions})
+    need_root("contend run")
+    directory = out or Path("results") / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if directory.exists() and any(directory.iterdir()):
+        fail(f"{directory}: results directory exists and is not empty (choose another --out)")
+    from .study import Study
+    _term_as_interrupt()
+    study = Study(spec, directory, console)
+    code = study.run()
+    if as_json:
+        print(json.dumps(study.rows, indent=1, default=str))
+    raise typer.Exit(code)
+
+
+# ---------------------------------------------------------------- report
+@app.command()
+def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results directory of contend run.")):
+    """Rebuild metrics.csv, figures/ and report.html from the store alone (no experiment re-run)."""
+    from . import report as rep
+    from .store import Store
+    try:
+        store = Store(directory)
+    except FileNotFoundError as e:
+        fail(str(e))
+    except Exception as e:  # duckdb: not a database, locked by a running study
+        fail(f"{directory}: cannot open the store: {str(e).splitlines()[0]}")
+    with store:
+        rows = rep.analyze(directory, store)
+        path = rep.build(directory, store, rows)
+        console.print(rep.rich_table(rows, rep.failures(store), title=str(directory)))
+    console.print(f"report: {path}")
+
+
+# ---------------------------------------------------------------- clean
+@app.command()
+def clean(dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed.")):
+    """Find and remove everything contend created on this host: containers of every runtime, bundles,
+    cgroups in every hierarchy, data directories, network namespaces, links."""
+    need_root("contend clean")
+    from .clean import clean as do_clean
+    n = do_clean(dry_run, say=lambda s: console.print(s, markup=False, highlight=False))
+    if n == 0 and not dry_run:
+        console.print("nothing to remove")
+
+
+if __name__ == "__main__":
+    app()

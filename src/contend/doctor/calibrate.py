@@ -1,0 +1,99 @@
+"""Measure the capacities scenarios are fractions of: CPU per core, disk IOPS and bandwidth, memory."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+HOME = Path(os.environ.get("CONTEND_HOME", "/var/lib/contend"))
+CAPACITY_FILE = HOME / "capacity.json"
+
+
+def load_capacity() -> dict:
+    try:
+        return json.loads(CAPACITY_FILE.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def save_capacity(cap: dict) -> None:
+    CAPACITY_FILE.parent.mkdir(parents=True, exist_ok=True)
+    tmp = CAPACITY_FILE.with_suffix(".tmp")
+    tmp.write_text(json.dumps(cap, indent=2))
+    os.replace(tmp, CAPACITY_FILE)
+
+
+def cpu_capacity(seconds: float = 3.0) -> dict:
+    """stress-ng matrixprod on every CPU at once: bogo ops/s per CPU (the guest view's unit of CPU)."""
+    n = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "cpu.yaml"
+        subprocess.run(["stress-ng", "--cpu", str(n), "--cpu-method", "matrixprod", "--timeout", f"{seconds:g}s",
+                        "--metrics-brief", "--yaml", str(out)], check=True, capture_output=True)
+        doc = yaml.safe_load(out.read_text())
+    total = next(float(m["bogo-ops-per-second-real-time"]) for m in doc["metrics"] if m["stressor"] == "cpu")
+    return {"cpus": n, "cpu_bogo_ops_s_per_cpu": total / n}
+
+
+def device_of(path: Path) -> str:
+    """MAJ:MIN of the whole disk holding path (throttles apply to whole disks)."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    sysdev = Path(f"/sys/dev/block/{dev}")
+    if (sysdev / "partition").exists():
+        return (sysdev.resolve().parent / "dev").read_text().strip()
+    return dev
+
+
+def _fio(args: list[str]) -> dict:
+    p = subprocess.run(["fio", "--output-format=json", *args], check=True, capture_output=True, text=True)
+    return json.loads(p.stdout)["jobs"][0]
+
+
+def disk_capacity(directory: Path, seconds: int = 5, size: str = "512M") -> dict:
+    """fio direct I/O on the experiment device: 4k random read IOPS and 1M sequential write bandwidth."""
+    directory.mkdir(parents=True, exist_ok=True)
+    f = directory / "contend-calibrate.fio"
+    common = [f"--filename={f}", f"--size={size}", "--direct=1", "--ioengine=libaio", "--time_based",
+              f"--runtime={seconds}", "--group_reporting"]
+    try:
+        w = _fio(["--name=seqwrite", "--rw=write", "--bs=1M", "--iodepth=16", *common])
+        r = _fio(["--name=randread", "--rw=randread", "--bs=4k", "--iodepth=32", *common])
+    finally:
+        f.unlink(missing_ok=True)
+    return {"disk_device": device_of(directory), "disk_dir": str(directory),
+            "disk_read_iops": r["read"]["iops"], "disk_write_bw_bytes_s": w["write"]["bw_bytes"]}
+
+
+def memory_capacity() -> dict:
+    from .facts import meminfo
+    m = meminfo()
+    return {"memory_bytes": m.get("MemTotal", 0), "memory_available_bytes": m.get("MemAvailable", 0)}
+
+
+def calibrate(disk_dir: Path = HOME / "data", disk: bool = True) -> dict:
+    cap = load_capacity()
+    cap.update(cpu_capacity())
+    cap.update(memory_capacity())
+    if disk and shutil.which("fio"):
+        cap.update(disk_capacity(disk_dir))
+    cap["calibrated_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    save_capacity(cap)
+    return cap
+
+
+def ensure_cpu_capacity(say=print) -> dict:
+    """The run needs CPU capacity: measure it (3 s) when it was never calibrated on this host."""
+    cap = load_capacity()
+    if cap.get("cpus") != os.cpu_count() or "cpu_bogo_ops_s_per_cpu" not in cap:
+        say("no CPU calibration on this host yet: measuring it (3 s; `contend doctor --calibrate` does all)")
+        cap.update(cpu_capacity())
+        cap.setdefault("calibrated_at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        save_capacity(cap)
+    return cap

@@ -1,0 +1,97 @@
+"""The ramp controller: an undisturbed baseline, then the disruptive load stepped linearly to its target.
+
+Every step restarts each tenant's generator for the step's length, so the guest view (what the workload
+reports) is known per step; the host view comes from the probes, bucket by bucket.
+"""
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..runtimes import Container, Runtime, RuntimeError_
+from .stress import LoadGenerator
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    phase: str  # "baseline" | "ramp"
+    seconds: float
+    levels: dict[str, float]  # tenant -> ideal level, fraction of host capacity
+
+
+@dataclass
+class StepRecord:
+    step: Step
+    t_start: float
+    t_end: float
+    guest: dict[str, dict[str, float]] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+
+def plan_steps(abiding: float, disruptive: float, baseline_s: float, steps: int, step_s: float) -> list[Step]:
+    """Baseline (disruptive idle) then `steps` linear steps up to the disruptive target (pure)."""
+    plan = [Step(0, "baseline", baseline_s, {"abiding": abiding, "disruptive": 0.0})]
+    for k in range(1, steps + 1):
+        plan.append(Step(k, "ramp", step_s, {"abiding": abiding, "disruptive": disruptive * k / steps}))
+    return plan
+
+
+class RampController:
+    def __init__(self, runtime: Runtime, containers: dict[str, Container], data_dirs: dict[str, Path],
+                 generator: LoadGenerator, clock0: float):
+        self.runtime = runtime
+        self.containers = containers
+        self.data_dirs = data_dirs
+        self.generator = generator
+        self.clock0 = clock0
+
+    def run(self, plan: list[Step], on_step: Callable[[Step], None] | None = None) -> list[StepRecord]:
+        return [self.run_step(s, on_step) for s in plan]
+
+    def run_step(self, step: Step, on_step: Callable[[Step], None] | None = None) -> StepRecord:
+        if on_step:
+            on_step(step)
+        rec = StepRecord(step, time.monotonic() - self.clock0, 0.0)
+        procs: dict[str, subprocess.Popen] = {}
+        deadline = time.monotonic() + step.seconds
+        try:
+            for tenant, level in step.levels.items():
+                if level <= 0:
+                    continue
+                out = f"step-{step.index}.yaml"
+                (self.data_dirs[tenant] / out).unlink(missing_ok=True)
+                procs[tenant] = self.runtime.exec(self.containers[tenant],
+                                                  self.generator.argv(level, step.seconds, f"/data/{out}"),
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            for tenant, p in procs.items():
+                try:
+                    _, err = p.communicate(timeout=step.seconds + 30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    _, err = p.communicate()
+                    rec.failures.append(f"{tenant}: load did not finish within {step.seconds + 30:g}s")
+                    continue
+                if p.returncode != 0:
+                    last = (err or b"").decode(errors="replace").strip().splitlines()[-1:]
+                    rec.failures.append(f"{tenant}: load exited {p.returncode} {' '.join(last)}".strip())
+                report = self.data_dirs[tenant] / f"step-{step.index}.yaml"
+                rec.guest[tenant] = self.generator.guest(report)
+            # an idle step (nothing to run) still lasts its time
+            time.sleep(max(0.0, deadline - time.monotonic()))
+        except BaseException:
+            for p in procs.values():
+                if p.poll() is None:
+                    p.kill()
+            raise
+        rec.t_end = time.monotonic() - self.clock0
+        return rec
+
+
+def check_failures(records: list[StepRecord]) -> None:
+    bad = [f for r in records for f in r.failures if f.startswith("abiding")]
+    if bad:
+        raise RuntimeError_("; ".join(bad))

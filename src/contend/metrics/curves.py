@@ -1,0 +1,105 @@
+"""From a trial's samples and steps to isolation curves, one per view (pure).
+
+A view says who measured W_a and W_d: `host` (the kernel's cgroup counters), `ebpf` (bpftrace on the host),
+`guest` (what the load generator itself reported). Each is converted to a fraction of the resource's
+measured capacity, so that every view's curve has the same axes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# (view, sample source, quantity, capacity key that converts it to a fraction of capacity)
+VIEWS = {
+    "cpu": (("host", "cgroup", "cpu", "cpus"),
+            ("ebpf", "ebpf", "cpu", "cpus"),
+            ("guest", "load", "bogo_ops_s", "cpu_bogo_ops_s")),
+}
+
+
+@dataclass
+class StepWindow:
+    step: int
+    phase: str
+    t_start: float
+    t_end: float
+    ideal: dict[str, float]  # tenant -> ideal level
+
+
+@dataclass
+class Curve:
+    view: str
+    w_d_ideal: np.ndarray  # per step
+    w_d: np.ndarray  # achieved, per step
+    w_a: np.ndarray  # per step
+    bucket_t: np.ndarray  # per bucket of the ramp (for percentiles and timelines)
+    bucket_w_a: np.ndarray
+
+
+@dataclass
+class Samples:
+    """Columns of the samples table for one trial."""
+
+    t: np.ndarray
+    tenant: np.ndarray
+    source: np.ndarray
+    quantity: np.ndarray
+    value: np.ndarray
+
+    def series(self, tenant: str, source: str, quantity: str) -> tuple[np.ndarray, np.ndarray]:
+        m = (self.tenant == tenant) & (self.source == source) & (self.quantity == quantity)
+        order = np.argsort(self.t[m])
+        return self.t[m][order], self.value[m][order]
+
+
+def capacity_of(resource: str, capacity: dict) -> dict[str, float]:
+    """Capacity keys per resource: for cpu, the number of CPUs and the bogo ops/s of a whole host."""
+    if resource == "cpu":
+        cpus = float(capacity["cpus"])
+        return {"cpus": cpus, "cpu_bogo_ops_s": float(capacity.get("cpu_bogo_ops_s_per_cpu", 0.0)) * cpus}
+    raise KeyError(resource)
+
+
+def in_step(t: np.ndarray, s: StepWindow, trim: float) -> np.ndarray:
+    """Mask of the samples inside a step, its first `trim` share skipped as the transient."""
+    return (t >= s.t_start + trim * (s.t_end - s.t_start)) & (t <= s.t_end)
+
+
+def step_means(t: np.ndarray, v: np.ndarray, steps: list[StepWindow], trim: float) -> np.ndarray:
+    """Mean of each step's samples after its transient."""
+    out = np.full(len(steps), np.nan)
+    for i, s in enumerate(steps):
+        m = in_step(t, s, trim)
+        if m.any():
+            out[i] = float(v[m].mean())
+    return out
+
+
+def curves(resource: str, samples: Samples, steps: list[StepWindow], capacity: dict,
+           trim: float = 0.25) -> list[Curve]:
+    """One curve per view that has data; the abiding tenant is W_a, the disruptive W_d."""
+    caps = capacity_of(resource, capacity)
+    steps = sorted(steps, key=lambda s: s.step)
+    ideal = np.array([s.ideal.get("disruptive", 0.0) for s in steps])
+    out = []
+    for view, source, quantity, cap_key in VIEWS[resource]:
+        cap = caps.get(cap_key, 0.0)
+        if cap <= 0:
+            continue
+        ta, va = samples.series("abiding", source, quantity)
+        td, vd = samples.series("disruptive", source, quantity)
+        if len(ta) == 0:
+            continue
+        va, vd = va / cap, vd / cap
+        w_a = step_means(ta, va, steps, 0.0 if source == "load" else trim)
+        w_d = step_means(td, vd, steps, 0.0 if source == "load" else trim) if len(td) else np.zeros(len(steps))
+        w_d = np.where(np.isnan(w_d) & (ideal == 0), 0.0, w_d)  # an idle tenant reports nothing
+        if np.isnan(w_a).any():
+            continue
+        steady = np.zeros(len(ta), bool)  # ramp buckets past each step's transient
+        for s in steps:
+            if s.phase == "ramp":
+                steady |= in_step(ta, s, trim)
+        out.append(Curve(view, ideal, w_d, w_a, ta[steady], va[steady]))
+    return out

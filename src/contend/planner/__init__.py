@@ -1,0 +1,32 @@
+"""The planner: runtimes × scenarios × resources × repetitions → an ordered list of trials."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..spec import Scenario, Spec
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    runtime: str
+    scenario: Scenario
+    resource: str
+    repetition: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.runtime}.{self.scenario.name}.{self.resource}.r{self.repetition}"
+
+
+def plan(spec: Spec) -> list[TrialPlan]:
+    """Repetitions outermost, so an interrupted study still covers every cell at least once."""
+    return [TrialPlan(rt, sc, res, rep)
+            for rep in range(1, spec.repetitions + 1)
+            for rt in spec.runtimes
+            for sc in spec.resolved_scenarios()
+            for res in spec.resources]
+
+
+def trial_seconds(spec: Spec) -> float:
+    t = spec.trial
+    return t.baseline_s + t.steps * t.step_s

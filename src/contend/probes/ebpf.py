@@ -1,0 +1,219 @@
+"""eBPF probes through bpftrace, attributed per container by the cgroup v2 id of its tracking cgroup.
+
+Each probe is one small program with one purpose; the kernel side aggregates into maps keyed by
+`cgroup`, user space reads them once per bucket. On a hybrid host the key is the inode of the
+container's tracking cgroup in the unified tree (DESIGN §5).
+"""
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import Sample, Target
+
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    tracepoint: str  # category:event that must exist
+    maps: dict[str, str]  # map name -> quantity it yields (per second)
+    scale: dict[str, float]
+    program: str
+
+
+CATALOGUE = (
+    # time on CPU: at every switch the outgoing task (still `current`) is charged since the last switch;
+    # a 100 Hz tick on every CPU charges the running task too, or a task that never yields would only
+    # be counted when it finally does (lumps of seconds instead of 100 ms buckets)
+    Probe("cpu", "sched:sched_switch", {"cpu_ns": "cpu"}, {"cpu_ns": 1e-9},
+          "tracepoint:sched:sched_switch, profile:hz:100 { $n = nsecs;"
+          " if (@last[cpu]) { @cpu_ns[cgroup] = sum($n - @last[cpu]); } @last[cpu] = $n; }"),
+    # block I/O issued by the container's own tasks (writeback by kernel threads is not theirs)
+    Probe("block", "block:block_io_start", {"blk_bytes": "blk_bytes_s", "blk_ios": "blk_ios_s"},
+          {"blk_bytes": 1.0, "blk_ios": 1.0},
+          "tracepoint:block:block_io_start { @blk_bytes[cgroup] = sum(args->bytes); @blk_ios[cgroup] = count(); }"),
+)
+
+
+def ensure_tracefs() -> str:
+    """Mount tracefs if it is not; return '' or why it cannot be."""
+    if (TRACEFS / "events").is_dir():
+        return ""
+    p = subprocess.run(["mount", "-t", "tracefs", "tracefs", str(TRACEFS)], capture_output=True, text=True)
+    return "" if p.returncode == 0 else f"tracefs not mountable: {p.stderr.strip()}"
+
+
+def tracepoint_exists(tp: str) -> bool:
+    cat, _, ev = tp.partition(":")
+    return (TRACEFS / "events" / cat / ev).is_dir()
+
+
+def probe_catalogue() -> list[tuple[str, bool, str]]:
+    """(probe, attachable, reason) for doctor."""
+    why = "bpftrace not installed" if shutil.which("bpftrace") is None else ensure_tracefs()
+    return [(p.name, not why and tracepoint_exists(p.tracepoint),
+             why or ("" if tracepoint_exists(p.tracepoint) else f"no tracepoint {p.tracepoint}"))
+            for p in CATALOGUE]
+
+
+def script(probes: list[Probe], period_ms: int) -> str:
+    maps = [m for p in probes for m in p.maps]
+    body = "\n".join(p.program for p in probes)
+    prints = " ".join(f"print(@{m}); clear(@{m});" for m in maps)
+    return f'{body}\ninterval:ms:{period_ms} {{ printf("tick %lld\\n", nsecs); {prints} }}\n'
+
+
+def _raise_memlock() -> None:
+    try:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    except (ValueError, OSError):
+        pass
+
+
+class BpftraceProbes:
+    source = "ebpf"
+
+    def __init__(self, targets: list[Target], period: float = 0.1, clock0: float | None = None,
+                 wanted: tuple[str, ...] = ("cpu", "block")):
+        self.targets = targets
+        self.period = period
+        self.clock0 = time.monotonic() if clock0 is None else clock0
+        self.samples: list[Sample] = []
+        self.problems: list[str] = []  # what could not attach, and why
+        self.attached: list[str] = []
+        self.wanted = wanted
+        self._proc: subprocess.Popen | None = None
+        self._thread: threading.Thread | None = None
+        self._ids: dict[str, str] = {}
+
+    def start(self, timeout: float = 30) -> "BpftraceProbes":
+        probes = self._attachable()
+        if not probes:
+            return self
+        self._ids = {str(t.tracking.inode()): t.tenant for t in self.targets if t.tracking is not None}
+        missing = [t.tenant for t in self.targets if t.tracking is None]
+        if missing:
+            self.problems.append(f"no cgroup v2 id for {', '.join(missing)} (pure v1 host): not attributed")
+        self._proc = subprocess.Popen(
+            ["bpftrace", "-f", "json", "-B", "line", "-e", script(probes, int(self.period * 1000))],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_raise_memlock)
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(probes, ready), daemon=True, name="bpftrace")
+        self._thread.start()
+        if not ready.wait(timeout) or self._proc.poll() is not None:
+            err = self._stop_proc()
+            self.problems.append(f"bpftrace did not attach: {err or 'timed out'}")
+            self.attached = []
+        return self
+
+    def _attachable(self) -> list[Probe]:
+        if shutil.which("bpftrace") is None:
+            self.problems.append("bpftrace not installed: no eBPF probes")
+            return []
+        why = ensure_tracefs()
+        if why:
+            self.problems.append(why)
+            return []
+        out = []
+        for p in CATALOGUE:
+            if p.name not in self.wanted:
+                continue
+            if tracepoint_exists(p.tracepoint):
+                out.append(p)
+            else:
+                self.problems.append(f"probe {p.name}: tracepoint {p.tracepoint} not in this kernel")
+        return out
+
+    def _read(self, probes: list[Probe], ready: threading.Event) -> None:
+        scale = {m: s for p in probes for m, s in p.scale.items()}
+        quantity = {m: q for p in probes for m, q in p.maps.items()}
+        last_tick: float | None = None
+        stamp, dt = 0.0, self.period
+        assert self._proc and self._proc.stdout
+        for line in self._proc.stdout:
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            kind = msg.get("type")
+            if kind == "attached_probes":
+                self.attached = [p.name for p in probes]
+                ready.set()
+            elif kind == "printf" and str(msg.get("data", "")).startswith("tick"):
+                now = time.monotonic()
+                dt = (now - last_tick) if last_tick is not None else self.period
+                last_tick = now
+                stamp = now - dt / 2 - self.clock0
+            elif kind == "map":
+                for name, by_cgroup in msg["data"].items():
+                    m = name.lstrip("@")
+                    if m not in quantity or not isinstance(by_cgroup, dict):
+                        continue
+                    for cid, tenant in self._ids.items():  # a tenant absent from a map used nothing
+                        value = by_cgroup.get(cid, 0)
+                        self.samples.append(Sample(stamp, tenant, self.source, quantity[m],
+                                                   value * scale[m] / dt))
+
+    def _stop_proc(self) -> str:
+        if self._proc is None:
+            return ""
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        err = self._proc.stderr.read() if self._proc.stderr else ""
+        lines = [ln for ln in err.strip().splitlines() if "RLIMIT_MEMLOCK" not in ln]
+        return lines[-1] if lines else ""
+
+    def stop(self) -> list[Sample]:
+        self._stop_proc()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        return self.samples
+
+
+PROBE_TYPES = {
+    "tracepoint": "tracepoint:sched:sched_switch",
+    "kprobe": "kprobe:vfs_read",
+    "software": "software:cpu-clock:1000000",
+    "hardware": "hardware:cycles:1000000",
+    "interval": "interval:ms:1",
+}
+
+
+def attach_test(probe: str, timeout: float = 20) -> tuple[bool, str]:
+    """Really attach one probe with bpftrace and exit at its first hit (or after 200 ms)."""
+    prog = f"{probe} {{ exit(); }} interval:ms:200 {{ exit(); }}"
+    try:
+        p = subprocess.run(["bpftrace", "-e", prog], capture_output=True, text=True, timeout=timeout,
+                           preexec_fn=_raise_memlock)
+    except subprocess.TimeoutExpired:
+        return False, "timed out"
+    except FileNotFoundError:
+        return False, "bpftrace not installed"
+    errs = [ln for ln in p.stderr.strip().splitlines() if "RLIMIT_MEMLOCK" not in ln and ln.strip()]
+    if p.returncode == 0 and "Attaching" in p.stdout:
+        return True, ""
+    return False, (errs[0][:160] if errs else f"exit {p.returncode}")
+
+
+def probe_types() -> dict[str, tuple[bool, str]]:
+    """Which bpftrace probe types attach on this host (doctor), tried in parallel."""
+    from concurrent.futures import ThreadPoolExecutor
+    why = "bpftrace not installed" if shutil.which("bpftrace") is None else ensure_tracefs()
+    if why:
+        return {k: (False, why) for k in PROBE_TYPES}
+    with ThreadPoolExecutor(len(PROBE_TYPES)) as ex:
+        res = dict(zip(PROBE_TYPES, ex.map(attach_test, PROBE_TYPES.values())))
+    return res

@@ -1,0 +1,60 @@
+"""Reads a results directory's store, computes every metric (metrics/, pure) and stores them back."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import yaml
+
+from ..metrics import aggregate, curves, trial_metrics
+from ..spec import Metrics
+from ..store import METRICS_CSV, Store, write_metrics_csv
+
+
+def settings(directory: Path) -> Metrics:
+    try:
+        doc = yaml.safe_load((directory / "spec.yaml").read_text()) or {}
+        return Metrics.model_validate(doc.get("metrics") or {})
+    except (OSError, yaml.YAMLError, ValueError):
+        return Metrics()
+
+
+def trial_curves(store: Store, trial: dict, trim: float):
+    return curves(trial["resource"], store.samples(trial["trial_id"]), store.steps(trial["trial_id"]),
+                  trial["capacity"], trim)
+
+
+def analyze_trial(store: Store, trial: dict, cfg: Metrics) -> None:
+    rows = []
+    for c in trial_curves(store, trial, cfg.trim):
+        m = trial_metrics(c, trial["scenario_params"]["l_d"], cfg.threshold, cfg.smooth)
+        rows += [(c.view, k, v) for k, v in m.items()]
+    store.set_trial_metrics(trial["trial_id"], rows)
+
+
+def analyze(directory: Path, store: Store, recompute: bool = True) -> list[dict]:
+    """Per-trial metrics (recomputed from samples if asked), the aggregate with CIs, and metrics.csv."""
+    cfg = settings(directory)
+    if recompute:
+        for t in store.trials("ok"):
+            analyze_trial(store, t, cfg)
+    rows = aggregate([r for r in store.trial_metric_rows()])
+    rows += not_measured(store)
+    rows.sort(key=lambda r: (r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]))
+    store.set_metrics(rows)
+    write_metrics_csv(directory / METRICS_CSV, rows)
+    return rows
+
+
+def not_measured(store: Store) -> list[dict]:
+    """Cells whose every trial failed: one row saying so (value empty, n = 0)."""
+    ok = {(t["runtime"], t["scenario"], t["resource"]) for t in store.trials("ok")}
+    out, seen = [], set()
+    for t in store.trials("failed"):
+        key = (t["runtime"], t["scenario"], t["resource"])
+        if key in ok or key in seen:
+            continue
+        seen.add(key)
+        out.append({"runtime": key[0], "scenario": key[1], "resource": key[2], "view": "host", "metric": "I_plr",
+                    "value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": 0})
+    return out

@@ -1,0 +1,79 @@
+"""Figures in the kind of Volpert et al. Fig. 3 (isolation graph) and Fig. 6 (timeline). PNG and SVG."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..metrics import Curve, reference_point  # noqa: E402
+from ..metrics.curves import VIEWS, capacity_of  # noqa: E402
+
+plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 110})
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path.with_suffix(".png"), bbox_inches="tight")
+    fig.savefig(path.with_suffix(".svg"), bbox_inches="tight")
+    plt.close(fig)
+    return path.with_suffix(".png")
+
+
+def isolation_graph(path: Path, title: str, reps: list[Curve], threshold: float, window: int) -> Path:
+    """W_a over W_d: every repetition faint, their mean bold, the isolated and non-isolated lines,
+    the change point marked and the area behind I_intFree shaded."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    for c in reps:
+        ax.plot(c.w_d_ideal, c.w_a, color="tab:red", alpha=0.25, lw=1, marker=".")
+    x = reps[0].w_d_ideal
+    mean = np.mean([c.w_a for c in reps], axis=0)
+    ref = reference_point(x, mean, threshold, window)
+    ax.plot(x, mean, color="tab:red", lw=2.2, marker="o", ms=4, label=f"measured (mean of {len(reps)})")
+    ax.axhline(ref.w_a, color="tab:green", ls="--", lw=1.2, label="perfectly isolated")
+    xs = np.linspace(ref.w_d, max(x.max(), ref.w_d + ref.w_a), 50)
+    ax.plot(xs, np.maximum(ref.w_a - (xs - ref.w_d), 0), color="tab:blue", ls="--", lw=1.2, label="non-isolated")
+    sel = x >= ref.w_d
+    ax.fill_between(x[sel], mean[sel], color="tab:red", alpha=0.12, label="area in I_intFree")
+    ax.plot([ref.w_d], [ref.w_a], "o", mfc="none", mec="tab:orange", ms=12, mew=2,
+            label="change point" if ref.degraded else "reference (no change point)")
+    ax.set_xlabel("W_d: disruptive load applied (fraction of capacity)")
+    ax.set_ylabel("W_a: abiding use (fraction of capacity)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(0, max(1e-3, float(np.nanmax([c.w_a.max() for c in reps]))) * 1.25)
+    ax.set_title(title)
+    ax.legend(fontsize=7.5, loc="lower left")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def timeline(path: Path, title: str, samples, steps, trial: dict, events: list[dict]) -> Path:
+    """W_a, ideal W_d and achieved W_d over time (host view), limits drawn, events marked."""
+    caps = capacity_of(trial["resource"], trial["capacity"])
+    view = VIEWS[trial["resource"]][0]
+    _, source, quantity, cap_key = view
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    for tenant, color in (("abiding", "tab:green"), ("disruptive", "tab:red")):
+        t, v = samples.series(tenant, source, quantity)
+        ax.plot(t, v / caps[cap_key], color=color, lw=1, label=f"{'W_a' if tenant == 'abiding' else 'W_d'} achieved")
+    st = sorted(steps, key=lambda s: s.step)
+    tx = [p for s in st for p in (s.t_start, s.t_end)]
+    ideal = [s.ideal.get("disruptive", 0.0) for s in st for _ in (0, 1)]
+    ax.plot(tx, ideal, color="tab:red", ls=":", lw=1.5, label="W_d ideal")
+    sc = trial["scenario_params"]
+    ax.axhline(sc["l_a"], color="tab:green", ls="--", lw=0.8, alpha=0.7, label="l_a (limit)")
+    ax.axhline(sc["l_d"], color="tab:red", ls="--", lw=0.8, alpha=0.7, label="l_d (limit)")
+    for e in events:
+        if e["kind"] in ("oom-kill", "load-failed"):
+            ax.axvline(e["t"], color="black", lw=0.8)
+            ax.annotate(e["kind"], (e["t"], ax.get_ylim()[1] * 0.95), fontsize=7, rotation=90, va="top")
+    ax.set_xlabel("time since probes started (s)")
+    ax.set_ylabel(f"{trial['resource']} use (fraction of capacity)")
+    ax.set_title(title)
+    ax.legend(fontsize=7.5, ncol=3, loc="upper left")
+    ax.grid(alpha=0.3)
+    ax.set_ylim(bottom=0)
+    return _save(fig, path)

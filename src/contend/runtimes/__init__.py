@@ -1,0 +1,63 @@
+"""Runtimes: runc, crun, runsc, lxc, docker/podman engines and kata behind one interface."""
+from __future__ import annotations
+
+import uuid
+
+from ..cgroups import CgroupHost
+from .base import (NAME_PREFIX, STATE, Availability, Container, ContainerSpec, Runtime, RuntimeError_)
+from .engine import Engine, Kata
+from .lxc import Lxc
+from .oci import Crun, Runc, Runsc
+
+__all__ = ["NAME_PREFIX", "STATE", "Availability", "Container", "ContainerSpec", "Runtime", "RuntimeError_",
+           "KNOWN", "get", "availability", "all_runtimes"]
+
+KNOWN = ("runc", "crun", "runsc", "lxc", "kata", "docker", "podman")
+
+
+def get(name: str, host: CgroupHost | None = None) -> Runtime:
+    """A runtime by name; docker/podman take an OCI runtime after a dash (docker-runsc)."""
+    simple = {"runc": Runc, "crun": Crun, "runsc": Runsc, "lxc": Lxc, "kata": Kata}
+    if name in simple:
+        return simple[name](host)
+    engine, _, oci = name.partition("-")
+    if engine in ("docker", "podman"):
+        return Engine(engine, oci or None, host)
+    raise KeyError(name)
+
+
+def all_runtimes(host: CgroupHost | None = None) -> list[Runtime]:
+    return [get(n, host) for n in KNOWN]
+
+
+def availability(rt: Runtime, try_run: bool = True) -> Availability:
+    """Is the runtime there, which version, and does it really run a container here (and if not, why)."""
+    a = Availability(rt.name, rt.found(), rt.version() if rt.found() else "")
+    if isinstance(rt, Kata):
+        a.runs, a.reason = False, rt.missing() or "driver for kata not supported on this host"
+        return a
+    if isinstance(rt, Engine):
+        ok, why = rt.engine_running()
+        if not ok:
+            a.runs, a.reason = False, why
+            return a
+    if not a.found:
+        a.runs, a.reason = False, f"{rt.binary} not installed"
+        return a
+    if not try_run:
+        return a
+    spec = ContainerSpec(f"doctor-{rt.name}-{uuid.uuid4().hex[:6]}")
+    c = None
+    try:
+        c = rt.create(spec)
+        p = rt.run(c, ["/usr/bin/true"], timeout=30)
+        a.runs = p.returncode == 0
+        a.reason = "" if a.runs else f"exec exited {p.returncode}: {p.stderr.strip()[-200:]}"
+    except (RuntimeError_, OSError) as e:
+        a.runs, a.reason = False, str(e)[:300]
+    finally:
+        if c is not None:
+            rt.delete(c)
+        else:
+            rt.remove_leftover(spec.name)
+    return a

@@ -1,0 +1,145 @@
+"""One small interface for every container runtime contend drives."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect
+
+STATE = Path(os.environ.get("CONTEND_STATE", "/run/contend"))  # everything transient contend makes
+NAME_PREFIX = "contend-"
+
+
+class RuntimeError_(Exception):
+    """A runtime refused or failed; the message says which command and why."""
+
+
+@dataclass
+class ContainerSpec:
+    name: str
+    limits: Limits = field(default_factory=Limits)
+    data_dir: Path | None = None  # host directory mounted read-write at /data
+    command: list[str] = field(default_factory=lambda: ["/usr/bin/sleep", "infinity"])
+    network: bool = False  # False: an empty network namespace, no interfaces but lo
+
+    def __post_init__(self):
+        if not self.name.startswith(NAME_PREFIX):
+            self.name = NAME_PREFIX + self.name
+
+
+@dataclass
+class Container:
+    name: str
+    runtime: str
+    cgroup: Cgroup
+    tracking: V2Cgroup | None
+    bundle: Path | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def cgroup_relpath(self) -> str:
+        return self.cgroup.relpath
+
+
+@dataclass
+class Availability:
+    name: str
+    found: bool
+    version: str = ""
+    runs: bool | None = None  # None: not tried
+    reason: str = ""
+
+
+class Runtime(ABC):
+    name: str = ""
+    binary: str = ""
+
+    def __init__(self, host: CgroupHost | None = None):
+        self.host = host or detect()
+
+    # -- facts
+    def found(self) -> bool:
+        return shutil.which(self.binary) is not None
+
+    @abstractmethod
+    def version(self) -> str: ...
+
+    # -- lifecycle
+    @abstractmethod
+    def create(self, spec: ContainerSpec) -> Container:
+        """Create and start the container; its init process runs spec.command."""
+
+    @abstractmethod
+    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
+        """Start argv inside the container; returns the host-side client process."""
+
+    @abstractmethod
+    def delete(self, c: Container) -> None:
+        """Stop (kill) and remove the container and everything it made. Idempotent."""
+
+    @abstractmethod
+    def leftovers(self) -> list[str]:
+        """Names of containers of this runtime that contend created and that still exist."""
+
+    @abstractmethod
+    def remove_leftover(self, name: str) -> None: ...
+
+    # -- shared helpers
+    def run(self, c: Container, argv: list[str], timeout: float | None = 60) -> subprocess.CompletedProcess:
+        p = self.exec(c, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            raise RuntimeError_(f"{self.name}: {' '.join(argv)} timed out after {timeout}s")
+        return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+    def pids(self, c: Container) -> list[int]:
+        return c.cgroup.procs()
+
+    def cgroups_for(self, name: str) -> tuple[Cgroup, V2Cgroup | None]:
+        rel = f"{PREFIX}/{name}"
+        return self.host.cgroup(rel), self.host.tracking(rel)
+
+    def track(self, c: Container) -> None:
+        """Mirror the container's processes into its tracking cgroup (hybrid host: the v2 id for eBPF).
+
+        Called after create and again by the sampler, since exec'd processes land in the runtime's
+        v1 cgroups only. Processes move with their future children; already-forked ones move here.
+        """
+        t = c.tracking
+        if t is None or t.root == getattr(c.cgroup, "root", None):
+            return  # v2: the container cgroup is its own tracking cgroup
+        if not t.dir.exists():
+            t.create()
+        inside = set(t.procs())
+        for pid in c.cgroup.procs():
+            if pid not in inside:
+                try:
+                    t.add_pid(pid)
+                except OSError:
+                    pass  # exited meanwhile
+
+    def forget_cgroups(self, c: Container) -> None:
+        for cg in (c.cgroup, c.tracking):
+            if cg is not None and cg.exists():
+                cg.remove()
+
+
+def check(cmd: list[str], what: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    """Run a runtime CLI command; raise RuntimeError_ with its stderr on failure."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError_(f"{what}: `{' '.join(cmd)}` timed out after {timeout}s") from None
+    except FileNotFoundError:
+        raise RuntimeError_(f"{what}: {cmd[0]} not found") from None
+    if p.returncode != 0:
+        msg = (p.stderr or p.stdout).strip().splitlines()
+        raise RuntimeError_(f"{what}: `{' '.join(cmd)}` failed: {msg[-1] if msg else p.returncode}")
+    return p

@@ -1,0 +1,146 @@
+"""docker / podman engines (used when one is installed and its daemon answers), and Kata through containerd.
+
+An engine runs an image, so the offline rootfs is imported once as the image `contend/hostfs`
+(`docker import` of a tarball with the mount points and usr-merge symlinks; the host's /usr and /etc are
+bound read-only at run time, as for the other runtimes).
+"""
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import tarfile
+
+from .base import NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check
+from .rootfs import CAPS, DIRS, USR_LINKS, host_binds
+
+IMAGE = "contend/hostfs:1"
+
+
+def rootfs_tarball() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for d in DIRS:
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        for name, target in USR_LINKS.items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    return buf.getvalue()
+
+
+class Engine(Runtime):
+    """docker or podman; `oci_runtime` picks the engine's --runtime (runc, runsc, crun...) if set."""
+
+    def __init__(self, binary: str, oci_runtime: str | None = None, host=None):
+        super().__init__(host)
+        self.binary = binary
+        self.oci_runtime = oci_runtime
+        self.name = binary if oci_runtime is None else f"{binary}-{oci_runtime}"
+
+    def version(self) -> str:
+        p = subprocess.run([self.binary, "version", "--format", "{{.Server.Version}}"],
+                           capture_output=True, text=True, timeout=10)
+        return p.stdout.strip() if p.returncode == 0 else ""
+
+    def engine_running(self) -> tuple[bool, str]:
+        if not self.found():
+            return False, f"{self.binary} not installed"
+        p = subprocess.run([self.binary, "info"], capture_output=True, text=True, timeout=15)
+        if p.returncode != 0:
+            lines = (p.stderr or p.stdout).strip().splitlines()
+            return False, f"{self.binary} engine not running: {lines[-1] if lines else p.returncode}"
+        return True, ""
+
+    def ensure_image(self) -> None:
+        if subprocess.run([self.binary, "image", "inspect", IMAGE], capture_output=True).returncode == 0:
+            return
+        check([self.binary, "import", "-", IMAGE], f"{self.binary} import", input=rootfs_tarball(), text=False)
+
+    def create(self, spec: ContainerSpec) -> Container:
+        self.ensure_image()
+        lim = spec.limits
+        args = [self.binary, "run", "-d", "--name", spec.name, "--label", "contend=1", "--read-only",
+                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--tmpfs", "/tmp", "-w", "/tmp",
+                "--cgroup-parent", "/contend"]
+        args += [a for c in CAPS for a in ("--cap-add", c.removeprefix("CAP_"))]
+        if self.oci_runtime:
+            args += ["--runtime", self.oci_runtime]
+        if not spec.network:
+            args += ["--network", "none"]
+        if lim.cpu is not None:
+            args += ["--cpus", str(lim.cpu)]
+        if lim.memory is not None:
+            args += ["--memory", str(lim.memory)]
+        if lim.pids is not None:
+            args += ["--pids-limit", str(lim.pids)]
+        for io_lim in lim.io:
+            dev = f"/dev/block/{io_lim.device}"
+            for flag, val in (("--device-read-bps", io_lim.rbps), ("--device-write-bps", io_lim.wbps),
+                              ("--device-read-iops", io_lim.riops), ("--device-write-iops", io_lim.wiops)):
+                if val:
+                    args += [flag, f"{dev}:{val}"]
+        for src in host_binds():
+            args += ["-v", f"{src}:{src}:ro"]
+        if spec.data_dir is not None:
+            args += ["-v", f"{spec.data_dir}:/data"]
+        cid = check(args + [IMAGE, *spec.command], f"{self.name} run {spec.name}").stdout.strip()
+        cg, tracking = self.cgroups_for(cid)
+        c = Container(spec.name, self.name, cg, tracking, extra={"id": cid})
+        self.track(c)
+        return c
+
+    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
+        popen.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.Popen([self.binary, "exec", c.name, *argv], **popen)
+
+    def delete(self, c: Container) -> None:
+        self.remove_leftover(c.name)
+        self.forget_cgroups(c)
+
+    def leftovers(self) -> list[str]:
+        if not self.found() or not self.engine_running()[0]:
+            return []
+        p = subprocess.run([self.binary, "ps", "-a", "--filter", "label=contend=1", "--format", "{{.Names}}"],
+                           capture_output=True, text=True)
+        return sorted(n for n in p.stdout.split() if n.startswith(NAME_PREFIX))
+
+    def remove_leftover(self, name: str) -> None:
+        subprocess.run([self.binary, "rm", "-f", name], capture_output=True, timeout=60)
+
+
+class Kata(Runtime):
+    """Kata Containers needs containerd and its shim (containerd-shim-kata-v2); driven through `ctr`.
+
+    Nothing of it is packaged for this host's distribution, so on most hosts this reports itself absent.
+    """
+
+    name = "kata"
+    binary = "containerd-shim-kata-v2"
+
+    def version(self) -> str:
+        if not self.found():
+            return ""
+        p = subprocess.run([self.binary, "--version"], capture_output=True, text=True)
+        return p.stdout.strip().splitlines()[0] if p.stdout else ""
+
+    def missing(self) -> str:
+        need = [b for b in ("containerd", "ctr", self.binary) if shutil.which(b) is None]
+        return f"not installed: {', '.join(need)}" if need else ""
+
+    def create(self, spec: ContainerSpec) -> Container:
+        raise RuntimeError_(f"kata: {self.missing() or 'the ctr-based driver needs an image store; not supported on this host'}")
+
+    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
+        raise RuntimeError_("kata: not available")
+
+    def delete(self, c: Container) -> None:
+        return None
+
+    def leftovers(self) -> list[str]:
+        return []
+
+    def remove_leftover(self, name: str) -> None:
+        return None

@@ -1,0 +1,132 @@
+"""LXC through lxc-execute (lxc-init as pid 1) and lxc-attach, with a config written per container."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from ..cgroups import Limits
+from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check
+from .rootfs import CAPS, host_binds, make_rootfs
+
+
+def lxc_cgroup_keys(limits: Limits, v2: bool) -> list[tuple[str, str]]:
+    """Limits as lxc.cgroup.* (v1) or lxc.cgroup2.* (v2) keys."""
+    keys: list[tuple[str, str]] = []
+    if v2:
+        if limits.cpu is not None:
+            keys.append(("cpu.max", f"{int(limits.cpu * limits.cpu_period_us)} {limits.cpu_period_us}"))
+        if limits.memory is not None:
+            keys.append(("memory.max", str(limits.memory)))
+        for lim in limits.io:
+            from ..cgroups.v2 import io_max_line
+            keys.append(("io.max", io_max_line(lim)))
+        if limits.pids is not None:
+            keys.append(("pids.max", str(limits.pids)))
+        return [(f"lxc.cgroup2.{k}", v) for k, v in keys]
+    if limits.cpu is not None:
+        keys.append(("cpu.cfs_period_us", str(limits.cpu_period_us)))
+        keys.append(("cpu.cfs_quota_us", str(int(limits.cpu * limits.cpu_period_us))))
+    if limits.memory is not None:
+        keys.append(("memory.limit_in_bytes", str(limits.memory)))
+    for lim in limits.io:
+        for name, val in (("read_bps", lim.rbps), ("write_bps", lim.wbps),
+                          ("read_iops", lim.riops), ("write_iops", lim.wiops)):
+            if val:
+                keys.append((f"blkio.throttle.{name}_device", f"{lim.device} {val}"))
+    if limits.pids is not None:
+        keys.append(("pids.max", str(limits.pids)))
+    return [(f"lxc.cgroup.{k}", v) for k, v in keys]
+
+
+class Lxc(Runtime):
+    name = "lxc"
+    binary = "lxc-execute"
+
+    @property
+    def lxcpath(self) -> Path:
+        return STATE / "lxc"
+
+    def version(self) -> str:
+        p = subprocess.run([self.binary, "--version"], capture_output=True, text=True)
+        return p.stdout.strip()
+
+    def config(self, spec: ContainerSpec, rootfs: Path, cg_relpath: str) -> str:
+        lines = [
+            ("lxc.uts.name", spec.name),
+            ("lxc.rootfs.path", f"dir:{rootfs}"),
+            ("lxc.rootfs.options", "ro"),
+            ("lxc.autodev", "1"),
+            ("lxc.mount.auto", "proc:mixed sys:ro"),
+            ("lxc.net.0.type", "empty" if not spec.network else "none"),
+            ("lxc.no_new_privs", "1"),
+            ("lxc.cap.keep", " ".join(c.removeprefix("CAP_").lower() for c in CAPS)),
+            ("lxc.apparmor.profile", "unconfined"),
+            # lxc places the payload below <hierarchy>/<dir>; monitor cgroups get their own prefix
+            ("lxc.cgroup.dir.container", cg_relpath),
+            ("lxc.cgroup.dir.monitor", cg_relpath + "-monitor"),
+            ("lxc.cgroup.relative", "0"),
+            ("lxc.mount.entry", "tmpfs tmp tmpfs rw,nosuid,nodev,mode=1777 0 0"),
+            ("lxc.mount.entry", "tmpfs run tmpfs rw,nosuid,nodev,mode=755 0 0"),
+        ]
+        for src in host_binds():
+            lines.append(("lxc.mount.entry", f"{src} {src.lstrip('/')} none ro,bind,nosuid,nodev 0 0"))
+        if spec.data_dir is not None:
+            lines.append(("lxc.mount.entry", f"{spec.data_dir} data none rw,bind 0 0"))
+        lines += lxc_cgroup_keys(spec.limits, self.host.mode == "v2")
+        lines.append(("lxc.environment", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"))
+        lines.append(("lxc.environment", "HOME=/tmp"))
+        return "".join(f"{k} = {v}\n" for k, v in lines)
+
+    def create(self, spec: ContainerSpec) -> Container:
+        cg, tracking = self.cgroups_for(spec.name)
+        cdir = self.lxcpath / spec.name
+        cdir.mkdir(parents=True, exist_ok=True)
+        rootfs = make_rootfs(cdir / "rootfs")
+        (cdir / "config").write_text(self.config(spec, rootfs, cg.relpath))
+        c = Container(spec.name, self.name, cg, tracking, cdir)
+        try:
+            check([self.binary, "-n", spec.name, "-P", str(self.lxcpath), "-f", str(cdir / "config"),
+                   "-o", str(cdir / "lxc.log"), "-l", "ERROR", "-d", "--", *spec.command],
+                  f"lxc-execute {spec.name}", stdin=subprocess.DEVNULL)
+            self._wait_running(spec.name)
+            self.track(c)
+        except BaseException:
+            self.delete(c)
+            raise
+        return c
+
+    def _wait_running(self, name: str, timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            p = subprocess.run(["lxc-info", "-n", name, "-P", str(self.lxcpath), "-s", "-H"],
+                               capture_output=True, text=True)
+            if p.stdout.strip() == "RUNNING":
+                return
+            time.sleep(0.1)
+        log = self.lxcpath / name / "lxc.log"
+        tail = log.read_text().strip().splitlines()[-1:] if log.exists() else []
+        raise RuntimeError_(f"lxc {name}: not running after {timeout}s {' '.join(tail)}")
+
+    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
+        popen.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.Popen(["lxc-attach", "-n", c.name, "-P", str(self.lxcpath), "--clear-env",
+                                 "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp", "--", *argv], **popen)
+
+    def delete(self, c: Container) -> None:
+        self.remove_leftover(c.name)
+
+    def leftovers(self) -> list[str]:
+        if not self.lxcpath.is_dir():
+            return []
+        return sorted(d.name for d in self.lxcpath.iterdir() if d.name.startswith(NAME_PREFIX))
+
+    def remove_leftover(self, name: str) -> None:
+        subprocess.run(["lxc-stop", "-n", name, "-P", str(self.lxcpath), "-k"], capture_output=True, timeout=30)
+        cg, tracking = self.cgroups_for(name)
+        for relpath in (cg.relpath, cg.relpath + "-monitor"):
+            for g in (self.host.cgroup(relpath), self.host.tracking(relpath)):
+                if g is not None and g.exists():
+                    g.remove()
+        shutil.rmtree(self.lxcpath / name, ignore_errors=True)

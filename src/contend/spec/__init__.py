@@ -1,0 +1,190 @@
+"""The experiment spec: YAML validated with pydantic; every error is one line naming file, field path and rule."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+SUPPORTED_RESOURCES = ("cpu",)  # memory, disk, network: the scenario engine issue
+ALL_RESOURCES = ("cpu", "memory", "disk", "network")
+
+
+class SpecError(Exception):
+    """Bad input: str(e) is the one line to print (exit 2)."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Scenario(Strict):
+    """Volpert Table 1: workloads w as a fraction of the tenant's limit l, limits as a fraction of capacity."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    w_a: float = Field(gt=0, le=2)
+    l_a: float = Field(gt=0, le=1)
+    w_d: float = Field(gt=0, le=4)
+    l_d: float = Field(gt=0, le=1)
+
+    @property
+    def abiding_level(self) -> float:
+        return self.w_a * self.l_a
+
+    @property
+    def disruptive_level(self) -> float:
+        return self.w_d * self.l_d
+
+
+STANDARD = {
+    "harmony": Scenario(name="harmony", w_a=1.0, l_a=0.5, w_d=1.0, l_d=0.5),
+    "escape": Scenario(name="escape", w_a=1.0, l_a=0.5, w_d=1.5, l_d=0.5),
+    "overcommit": Scenario(name="overcommit", w_a=1.0, l_a=0.5, w_d=1.0, l_d=0.75),
+    "steal": Scenario(name="steal", w_a=0.5, l_a=0.5, w_d=1.0, l_d=0.75),
+}
+
+
+class Trial(Strict):
+    baseline_s: float = Field(default=5, gt=0, le=3600)
+    steps: int = Field(default=6, gt=0, le=1000)
+    step_s: float = Field(default=5, gt=0, le=3600)
+    bucket_ms: int = Field(default=100, ge=10, le=10_000)
+
+
+class Probes(Strict):
+    cgroup: bool = True
+    ebpf: bool = True
+
+
+class Metrics(Strict):
+    threshold: float = Field(default=0.05, gt=0, lt=1)  # change point: drop below (1 - threshold) × baseline
+    smooth: int = Field(default=3, ge=1, le=50)  # points in the moving average before change-point search
+    trim: float = Field(default=0.25, ge=0, lt=1)  # share of each step skipped as its transient
+
+
+class Spec(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    runtimes: list[str] = Field(min_length=1)
+    scenarios: list[Scenario] = Field(min_length=1)  # a standard name, or name, w_a, l_a, w_d, l_d
+    resources: list[Literal["cpu", "memory", "disk", "network"]] = Field(min_length=1)
+    repetitions: int = Field(default=1, gt=0, le=1000)
+    trial: Trial = Trial()
+    probes: Probes = Probes()
+    metrics: Metrics = Metrics()
+
+    @field_validator("runtimes")
+    @classmethod
+    def _known_runtimes(cls, v: list[str]) -> list[str]:
+        from ..runtimes import KNOWN
+        for i, name in enumerate(v):
+            base = name.split("-")[0]
+            if base not in KNOWN:
+                raise ValueError(f"[{i}] unknown runtime {name!r} (known: {', '.join(KNOWN)})")
+        if len(set(v)) != len(v):
+            raise ValueError("each runtime once")
+        return v
+
+    @field_validator("scenarios", mode="before")
+    @classmethod
+    def _standard_scenarios(cls, v):
+        if not isinstance(v, list):
+            return v
+        out = []
+        for i, s in enumerate(v):
+            if isinstance(s, str):
+                if s not in STANDARD:
+                    raise ValueError(f"[{i}] unknown scenario {s!r} (standard: {', '.join(STANDARD)}; "
+                                     "or give name, w_a, l_a, w_d, l_d)")
+                s = STANDARD[s].model_dump()
+            out.append(s)
+        return out
+
+    @field_validator("resources")
+    @classmethod
+    def _implemented(cls, v: list[str]) -> list[str]:
+        for i, r in enumerate(v):
+            if r not in SUPPORTED_RESOURCES:
+                raise ValueError(f"[{i}] resource {r!r} is not implemented yet (supported: "
+                                 f"{', '.join(SUPPORTED_RESOURCES)})")
+        return v
+
+    @field_validator("scenarios")
+    @classmethod
+    def _unique_scenarios(cls, v: list[Scenario]) -> list[Scenario]:
+        names = [s.name for s in v]
+        for i, n in enumerate(names):
+            if n in names[:i]:
+                raise ValueError(f"[{i}] scenario {n!r} given twice")
+        return v
+
+    def resolved_scenarios(self) -> list[Scenario]:
+        return list(self.scenarios)
+
+    def resolved(self) -> dict:
+        """The spec with standard scenarios written out: what a results directory keeps."""
+        return self.model_dump(mode="json")
+
+
+RULES = {
+    "greater_than": "must be > {gt}",
+    "greater_than_equal": "must be >= {ge}",
+    "less_than": "must be < {lt}",
+    "less_than_equal": "must be <= {le}",
+    "extra_forbidden": "unknown key",
+    "missing": "required",
+    "too_short": "must have at least {min_length} item(s)",
+    "string_pattern_mismatch": "must match {pattern}",
+    "literal_error": "must be one of {expected}",
+}
+
+
+def _path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def format_error(source: str, e: ValidationError) -> str:
+    err = e.errors(include_url=False)[0]
+    rule = RULES.get(err["type"])
+    msg = rule.format(**err.get("ctx", {})) if rule else err["msg"]
+    if err["type"] == "value_error":
+        msg = str(err["ctx"]["error"]) if "ctx" in err else err["msg"].removeprefix("Value error, ")
+        if msg.startswith("["):  # an index in a list validator's message belongs to the path
+            idx, _, msg = msg.partition("] ")
+            return f"{source}: {_path(err['loc'])}{idx}]: {msg}"
+    path = _path(err["loc"])
+    more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return f"{source}: {path or '(top)'}: {msg[0].lower() + msg[1:] if msg else msg}{more}"
+
+
+def parse(text: str, source: str = "spec") -> Spec:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise SpecError(f"{source}:{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    if not isinstance(doc, dict):
+        raise SpecError(f"{source}: (top): must be a mapping of keys, got {type(doc).__name__}")
+    try:
+        return Spec.model_validate(doc)
+    except ValidationError as e:
+        raise SpecError(format_error(source, e)) from None
+
+
+def load(path: str | Path) -> Spec:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
+        raise SpecError(f"{p}: cannot read: {e.__class__.__name__}") from None
+    return parse(text, str(p))

@@ -1,0 +1,109 @@
+"""A study: plan → run every trial → commit each to the store → metrics → table and report.
+
+Orchestration only: trials are run by runner/, measured data kept by store/, metrics computed by
+report.analyze (over metrics/), so each piece stays testable on its own.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from . import report as rep
+from .cgroups import detect
+from .doctor import ensure_cpu_capacity, facts
+from .planner import TrialPlan, plan, trial_seconds
+from .runner import run_trial
+from .spec import Spec
+from .store import Store, TrialRecord
+
+SETUP_S = 3.0  # containers up and down, probes attaching: a rough share of each trial for the ETA
+
+
+class Study:
+    def __init__(self, spec: Spec, directory: Path, console: Console):
+        self.spec = spec
+        self.dir = directory
+        self.console = console
+        self.rows: list[dict] = []
+
+    def run(self) -> int:
+        spec, con = self.spec, self.console
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "spec.yaml").write_text(yaml.safe_dump(spec.resolved(), sort_keys=False))
+        trials = plan(spec)
+        with con.status("looking at this host"):
+            host_facts = facts(try_runtimes=True, try_probes=False)
+        (self.dir / "host.json").write_text(json.dumps(host_facts, indent=2))
+        capacity = ensure_cpu_capacity(say=lambda s: con.print(s, highlight=False))
+        runnable = {r["name"]: r for r in host_facts["runtimes"]}
+        host = detect()
+        per_trial = trial_seconds(spec) + SETUP_S
+        con.print(f"[bold]{spec.name}[/bold]: {len(trials)} trials "
+                  f"({', '.join(spec.runtimes)} × {', '.join(s.name for s in spec.resolved_scenarios())} × "
+                  f"{', '.join(spec.resources)} × {spec.repetitions} rep), about {len(trials) * per_trial / 60:.1f} min; "
+                  f"results in {self.dir}")
+        failed = 0
+        interrupted = False
+        store = Store(self.dir)
+        try:
+            with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                          TextColumn("trial {task.fields[trial]}"), TimeElapsedColumn(),
+                          TextColumn("ETA"), TimeRemainingColumn(), console=con) as bar:
+                task = bar.add_task("starting", total=len(trials) * per_trial, trial=f"0/{len(trials)}")
+                for i, tp in enumerate(trials):
+                    done_before = i * per_trial
+                    bar.update(task, completed=done_before, trial=f"{i + 1}/{len(trials)}",
+                               description=f"{tp.runtime} {tp.scenario.name} {tp.resource} r{tp.repetition}")
+
+                    def on_step(step, tp=tp, base=done_before):
+                        elapsed = sum(s.seconds for s in self._plan_steps()[:step.index])
+                        bar.update(task, completed=base + elapsed,
+                                   description=f"{tp.runtime} {tp.scenario.name} {tp.resource} "
+                                               f"r{tp.repetition} {step.phase} {step.index}/{spec.trial.steps}")
+
+                    ok = self._trial(store, tp, capacity, host_facts, runnable, host, on_step)
+                    failed += not ok
+                    bar.update(task, completed=(i + 1) * per_trial)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            self.rows = rep.analyze(self.dir, store)
+            report = rep.build(self.dir, store, self.rows)
+            con.print(rep.rich_table(self.rows, rep.failures(store), title=f"{spec.name}: isolation metrics"))
+            store.close()
+        con.print(f"metrics: {self.dir / 'metrics.csv'}\nreport:  {report}")
+        if interrupted:
+            con.print(f"[yellow]interrupted[/yellow]: finished trials are kept in {self.dir}; "
+                      "everything the interrupted trial created was removed (check: contend clean --dry-run)")
+            return 130
+        if failed:
+            con.print(f"[red]{failed} of {len(trials)} trials failed[/red] (reasons in the table and report)")
+            return 1
+        return 0
+
+    def _plan_steps(self):
+        from .load import plan_steps
+        t = self.spec.trial
+        return plan_steps(0, 0, t.baseline_s, t.steps, t.step_s)
+
+    def _trial(self, store: Store, tp: TrialPlan, capacity: dict, host_facts: dict, runnable: dict, host,
+               on_step) -> bool:
+        avail = runnable.get(tp.runtime)
+        if avail is not None and not avail["runs"]:
+            now = time.time()
+            store.add_trial(TrialRecord(tp.id, tp.runtime, tp.scenario.name, tp.resource, tp.repetition, "failed",
+                                        f"{tp.runtime} not available: {avail['reason']}", now, now,
+                                        tp.scenario.model_dump(), capacity, {}), [], [], [])
+            self.console.print(f"[red]skipped[/red] {tp.id}: {tp.runtime} not available: {avail['reason']}")
+            return False
+        result = run_trial(tp, self.spec, capacity, {"cgroups": host_facts["cgroups"]}, host, on_step)
+        store.add_trial(result.record, result.steps, result.samples, result.events)
+        if result.record.status != "ok":
+            self.console.print(f"[red]failed[/red] {tp.id}: {result.record.reason}", highlight=False)
+        return result.record.status == "ok"
