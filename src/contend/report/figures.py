@@ -16,11 +16,13 @@ plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 110})
 
 
 def _save(fig, path: Path) -> Path:
+    """Write path.png and path.svg (path has no suffix of its own: trial ids contain dots)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path.with_suffix(".png"), bbox_inches="tight")
-    fig.savefig(path.with_suffix(".svg"), bbox_inches="tight")
+    png = path.with_name(path.name + ".png")
+    fig.savefig(png, bbox_inches="tight")
+    fig.savefig(path.with_name(path.name + ".svg"), bbox_inches="tight")
     plt.close(fig)
-    return path.with_suffix(".png")
+    return png
 
 
 def isolation_graph(path: Path, title: str, reps: list[Curve], threshold: float, window: int) -> Path:

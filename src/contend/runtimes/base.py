@@ -125,9 +125,11 @@ class Runtime(ABC):
                 except OSError:
                     pass  # exited meanwhile
 
-    def forget_cgroups(self, c: Container) -> None:
-        for cg in (c.cgroup, c.tracking):
-            if cg is not None and cg.exists():
+    def forget_cgroups(self, name: str) -> None:
+        """Remove a container's cgroups in every hierarchy (also when the runtime already did: contend's
+        parent directories go with the last of its containers)."""
+        for cg in self.cgroups_for(name):
+            if cg is not None:
                 cg.remove()
 
 

@@ -98,7 +98,7 @@ class Engine(Runtime):
 
     def delete(self, c: Container) -> None:
         self.remove_leftover(c.name)
-        self.forget_cgroups(c)
+        self.forget_cgroups(c.extra["id"])
 
     def leftovers(self) -> list[str]:
         if not self.found() or not self.engine_running()[0]:

@@ -112,7 +112,9 @@ class Lxc(Runtime):
     def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
         popen.setdefault("stdin", subprocess.DEVNULL)
         return subprocess.Popen(["lxc-attach", "-n", c.name, "-P", str(self.lxcpath), "--clear-env",
-                                 "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp", "--", *argv], **popen)
+                                 "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp", "--",
+                                 # lxc-attach keeps the caller's cwd (or /, read-only here): start in /tmp
+                                 "/bin/sh", "-c", 'cd /tmp && exec "$@"', "sh", *argv], **popen)
 
     def delete(self, c: Container) -> None:
         self.remove_leftover(c.name)
@@ -124,9 +126,6 @@ class Lxc(Runtime):
 
     def remove_leftover(self, name: str) -> None:
         subprocess.run(["lxc-stop", "-n", name, "-P", str(self.lxcpath), "-k"], capture_output=True, timeout=30)
-        cg, tracking = self.cgroups_for(name)
-        for relpath in (cg.relpath, cg.relpath + "-monitor"):
-            for g in (self.host.cgroup(relpath), self.host.tracking(relpath)):
-                if g is not None and g.exists():
-                    g.remove()
+        self.forget_cgroups(name)
+        self.forget_cgroups(name + "-monitor")  # lxc's monitor process has a cgroup of its own
         shutil.rmtree(self.lxcpath / name, ignore_errors=True)

@@ -56,9 +56,11 @@ class OciRuntime(Runtime):
     def adjust(self, config: dict) -> None:
         """Runtime-specific changes to the generated config."""
 
+    exec_args: list[str] = []
+
     def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
         popen.setdefault("stdin", subprocess.DEVNULL)
-        return subprocess.Popen(self.cli("exec", c.name, *argv), **popen)
+        return subprocess.Popen(self.cli("exec", *self.exec_args, c.name, *argv), **popen)
 
     def state(self, name: str) -> dict | None:
         p = subprocess.run(self.cli("state", name), capture_output=True, text=True)
@@ -83,10 +85,7 @@ class OciRuntime(Runtime):
     def remove_leftover(self, name: str) -> None:
         subprocess.run(self.cli("kill", name, "KILL"), capture_output=True)
         subprocess.run(self.cli("delete", "--force", name), capture_output=True, timeout=60)
-        cg, tracking = self.cgroups_for(name)
-        for g in (cg, tracking):
-            if g is not None and g.exists():
-                g.remove()
+        self.forget_cgroups(name)
         shutil.rmtree(self.root / name, ignore_errors=True)  # state left by a killed runtime
         bundle = self.bundle_dir(name)
         shutil.rmtree(bundle, ignore_errors=True)
@@ -103,6 +102,7 @@ class Crun(OciRuntime):
     name = "crun"
     binary = "crun"
     global_args = ["--cgroup-manager=cgroupfs"]
+    exec_args = ["--no-new-privs", "--cwd", "/tmp"]  # crun exec does not take these from config.json
 
     def cli(self, *args: str) -> list[str]:
         base = [self.binary, "--root", str(self.root), *self.global_args, *args]

@@ -1,0 +1,32 @@
+# The two commands: `make demo` and `make test`. Both install what is missing first.
+SHELL := /bin/bash
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+export UV_PYTHON_DOWNLOADS := never
+export UV_LINK_MODE := copy
+VENV := .venv
+UV := $(VENV)-uv/bin/uv
+
+.PHONY: demo test setup system venv clean-host lint bench
+
+demo: setup
+	$(VENV)/bin/contend run presets/quick.yaml
+
+test: setup
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+setup: system venv
+
+system:
+	@scripts/install-system.sh
+
+# uv (pinned) installs the locked dependencies from uv.lock
+$(UV):
+	$(PYTHON) -m venv $(VENV)-uv
+	$(VENV)-uv/bin/pip install -q uv==$(UV_VERSION)
+
+venv: $(UV)
+	@$(UV) sync --locked --quiet --python $(PYTHON)
+
+clean-host: venv
+	$(VENV)/bin/contend clean

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# System packages contend drives (idempotent): runtimes, eBPF, load generators.
+set -euo pipefail
+PKGS=(runc crun runsc lxc bpftrace stress-ng fio iperf3 sysbench iproute2 util-linux procps)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "contend: these packages are missing and installing them needs root: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# bpftrace needs tracefs
+if [ "$(id -u)" = 0 ] && [ ! -d /sys/kernel/tracing/events ]; then
+  mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
+fi

@@ -1,0 +1,37 @@
+"""Tests run real containers as root; a test that needs what the host lacks skips with the reason."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from contend import runtimes
+
+IS_ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (real containers, cgroups, eBPF)")
+ALL_RUNTIMES = ("runc", "crun", "runsc", "lxc")
+
+
+def runtime_or_skip(name: str) -> runtimes.Runtime:
+    if not IS_ROOT:
+        pytest.skip("needs root")
+    rt = runtimes.get(name)
+    if not rt.found():
+        pytest.skip(f"{name} not installed on this host")
+    return rt
+
+
+def require(binary: str) -> None:
+    if shutil.which(binary) is None:
+        pytest.skip(f"{binary} not installed on this host")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_behind():
+    """After the whole suite, `contend clean --dry-run` must find nothing."""
+    yield
+    if IS_ROOT:
+        from contend.clean import find
+        left = [str(x) for x in find()]
+        assert not left, f"the test suite leaked: {left}"

@@ -1,0 +1,167 @@
+"""The metrics are pure: tested against curves whose answers are known in closed form."""
+import math
+
+import numpy as np
+import pytest
+
+from contend.metrics import (Samples, StepWindow, aggregate, curve_metrics, curves, degradation, escape_ratio,
+                             isolation_percentiles, mean_ci, reference_point, similarity, trial_metrics)
+from contend.metrics.isolation import RefPoint, area, i_base, i_end, i_int_base, i_int_free, non_isolated_area
+
+X = np.linspace(0, 1, 101)
+
+
+def test_perfectly_isolated_curve_scores_one_everywhere():
+    m = curve_metrics(X, np.full_like(X, 0.5))
+    assert m["I_plr"] == pytest.approx(1.0)
+    assert m["loss"] == pytest.approx(0.0)
+    assert m["I_intFree"] == pytest.approx(1.0)
+    assert m["S_I"] == pytest.approx(1.0)
+    assert m["I_base"] == pytest.approx(1.0)
+    assert m["I_intBase"] == pytest.approx(1.0)
+    assert math.isnan(m["I_end"])  # W_a never reaches 0
+    assert (m["W_d_ref"], m["W_a_ref"]) == (0.0, 0.5)
+
+
+def test_non_isolated_curve_scores_zero():
+    # W_a falls with slope -1 from the start: the disruptive tenant takes everything it asks for
+    m = curve_metrics(X, np.maximum(0.5 - X, 0))
+    assert m["I_plr"] == pytest.approx(0.0)
+    assert m["I_intFree"] == pytest.approx(0.0, abs=1e-3)
+    assert m["I_intBase"] == pytest.approx(0.0, abs=1e-3)
+    assert m["I_base"] == pytest.approx(0.0, abs=1e-9)
+    assert m["I_end"] == pytest.approx(0.0, abs=1e-9)
+    assert m["S_I"] == pytest.approx(1.0)  # both metrics say "none": they agree
+
+
+def test_half_slope_curve_has_closed_form_int_free():
+    # f = 0.5 - 0.5 x from (0, 0.5) to x = 1: area 0.25, non-isolated 0.125, isolated 0.5 → 1/3
+    ref = RefPoint(0.0, 0.5, 0, True)
+    assert i_int_free(X, 0.5 - 0.5 * X, ref) == pytest.approx(1 / 3, rel=1e-6)
+    # W_d,base = 0.5, W_a there 0.25 → I_base = 0.5;  I_intBase: (∫0^.5 f − .125)/.125 = (0.1875−.125)/.125
+    assert i_base(X, 0.5 - 0.5 * X, ref) == pytest.approx(0.5)
+    assert i_int_base(X, 0.5 - 0.5 * X, ref) == pytest.approx(0.5)
+    # W_a reaches 0 at W_d,end = 1: I_end = (1 - 0.5) / 0.5
+    assert i_end(X, 0.5 - 0.5 * X, ref) == pytest.approx(1.0)
+
+
+def test_change_point_is_the_first_drop_beyond_threshold():
+    w_a = np.where(X < 0.3, 0.5, np.maximum(0.5 - (X - 0.3), 0))
+    ref = reference_point(X, w_a, threshold=0.05)
+    # first point below 0.475 is x = 0.33 (0.5 - 0.03 = 0.47)
+    assert ref.degraded and ref.w_d == pytest.approx(0.33) and ref.w_a == pytest.approx(0.47)
+    assert curve_metrics(X, w_a)["I_intFree"] == pytest.approx(0.0, abs=0.01)
+
+
+def test_noise_below_threshold_is_no_change_point_and_smoothing_ignores_a_single_dip():
+    noisy = 0.5 + 0.01 * np.sin(np.arange(101))
+    assert not reference_point(X, noisy).degraded
+    dip = np.full(11, 0.5)
+    dip[4] = 0.45
+    xs = np.linspace(0, 1, 11)
+    assert reference_point(xs, dip, window=1).degraded
+    assert not reference_point(xs, dip, window=3).degraded
+
+
+def test_int_free_short_ramp_uses_the_trapezoid_and_stays_in_range():
+    # the ramp stops before a non-isolated W_a would reach 0: worst area is a trapezoid, not W_a,ref²/2
+    assert non_isolated_area(0.5, 0.25) == pytest.approx(0.5 * 0.25 - 0.25 ** 2 / 2)
+    assert non_isolated_area(0.5, 2.0) == pytest.approx(0.125)
+    xs = np.linspace(0, 0.25, 26)
+    ref = RefPoint(0.0, 0.5, 0, False)
+    assert i_int_free(xs, np.full_like(xs, 0.5), ref) == pytest.approx(1.0)
+    assert i_int_free(xs, 0.5 - xs, ref) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_gain_gives_values_above_one():
+    w_a = 0.5 + 0.1 * X
+    m = curve_metrics(X, w_a)
+    assert m["I_plr"] == pytest.approx(1.2)
+    assert m["I_intFree"] > 1
+
+
+def test_area_interpolates_between_measured_points():
+    assert area(np.array([0, 1.0]), np.array([0, 1.0]), 0.0, 0.5) == pytest.approx(0.125)
+
+
+@pytest.mark.parametrize("free,plr,s_i", [
+    # cells of Volpert et al. Table 4 (their inputs are rounded to two digits, hence the tolerance)
+    (0.89, 0.85, 0.96), (0.99, 0.99, 1.00), (0.94, 0.89, 0.95), (0.41, 0.13, 0.32), (0.47, 0.15, 0.32),
+    (1.42, 1.31, 0.92), (0.76, 0.87, 0.87), (0.60, 0.93, 0.64), (1.03, 1.00, 0.97), (0.39, 0.10, 0.25),
+])
+def test_similarity_reproduces_volpert_table_4(free, plr, s_i):
+    assert similarity(free, plr) == pytest.approx(s_i, abs=0.011)
+
+
+def test_similarity_of_nan_is_nan():
+    assert math.isnan(similarity(float("nan"), 0.5))
+
+
+def test_escape_ratio_and_degradation():
+    assert escape_ratio(0.75, 0.5) == pytest.approx(1.5)
+    assert escape_ratio(0.5, 0.5) == pytest.approx(1.0)
+    assert degradation(80, 100) == pytest.approx(20.0)  # Xavier et al. Eq. 1
+    assert math.isnan(degradation(1, 0))
+
+
+def test_isolation_percentiles_cap_at_one():
+    w = np.concatenate([np.full(98, 0.6), [0.25, 0.0]])
+    p = isolation_percentiles(w, 0.5)
+    assert p["isol_p50"] == 1.0
+    assert p["isol_p01"] < 0.5
+    assert p["isol_mean"] == pytest.approx((98 + 0.5) / 100)
+
+
+def test_mean_ci_student_t():
+    m, lo, hi, n = mean_ci([1.0, 2.0, 3.0])
+    half = 4.302652729911275 / math.sqrt(3)  # t(0.975, 2) × s / √n with s = 1
+    assert (m, n) == (2.0, 3)
+    assert (lo, hi) == (pytest.approx(2 - half), pytest.approx(2 + half))
+    m, lo, hi, n = mean_ci([0.7, float("nan")])
+    assert m == 0.7 and n == 1 and math.isnan(lo) and math.isnan(hi)
+    assert mean_ci([])[3] == 0
+
+
+def test_aggregate_groups_cells():
+    rows = [{"runtime": "runc", "scenario": "harmony", "resource": "cpu", "view": "host", "metric": "I_plr",
+             "value": v} for v in (0.9, 1.0, 1.1)]
+    (agg,) = aggregate(rows)
+    assert agg["value"] == pytest.approx(1.0) and agg["n"] == 3 and agg["ci_low"] < 1.0 < agg["ci_high"]
+
+
+def _synthetic_trial(drop: float):
+    """Baseline 0-4 s, then 4 steps of 2 s; the abiding tenant loses `drop` × W_d (host CPUs on 2 CPUs)."""
+    steps = [StepWindow(0, "baseline", 0.0, 4.0, {"abiding": 0.5, "disruptive": 0.0})]
+    steps += [StepWindow(k, "ramp", 4.0 + 2 * (k - 1), 4.0 + 2 * k, {"abiding": 0.5, "disruptive": 0.125 * k})
+              for k in range(1, 5)]
+    t = np.arange(0.05, 12, 0.1)
+    rows = []
+    for ti in t:
+        k = 0 if ti < 4 else min(4, int((ti - 4) // 2) + 1)
+        wd = 0.125 * k
+        rows += [(ti, "abiding", "cgroup", "cpu", 2 * (0.5 - drop * wd)), (ti, "disruptive", "cgroup", "cpu", 2 * wd)]
+    # a transient at each step's start that trimming must ignore
+    rows += [(4.05, "abiding", "cgroup", "cpu", 0.0), (6.05, "abiding", "cgroup", "cpu", 0.0)]
+    cols = list(zip(*rows))
+    return Samples(np.array(cols[0], float), np.array(cols[1]), np.array(cols[2]), np.array(cols[3]),
+                   np.array(cols[4], float)), steps
+
+
+def test_curves_from_samples_convert_to_capacity_and_trim_transients():
+    samples, steps = _synthetic_trial(drop=0.0)
+    (c,) = curves("cpu", samples, steps, {"cpus": 2, "cpu_bogo_ops_s_per_cpu": 1000.0}, trim=0.25)
+    assert c.view == "host"
+    assert np.allclose(c.w_d_ideal, [0, 0.125, 0.25, 0.375, 0.5])
+    assert np.allclose(c.w_d, c.w_d_ideal)
+    assert np.allclose(c.w_a, 0.5)
+    m = trial_metrics(c, l_d=0.5)
+    assert m["I_plr"] == pytest.approx(1.0) and m["escape"] == pytest.approx(1.0)
+    assert m["isol_p01"] == pytest.approx(1.0)  # the transients were trimmed
+
+
+def test_curves_see_a_known_degradation():
+    samples, steps = _synthetic_trial(drop=0.5)
+    (c,) = curves("cpu", samples, steps, {"cpus": 2}, trim=0.25)
+    assert np.allclose(c.w_a, 0.5 - 0.5 * c.w_d_ideal)
+    m = trial_metrics(c, l_d=0.5)
+    assert m["I_plr"] == pytest.approx(0.5)  # 0.25 / 0.5

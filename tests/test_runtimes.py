@@ -1,0 +1,123 @@
+"""Real containers under runc, crun, runsc and lxc: limits checked from the inside and from the host."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from contend.cgroups import IoLimit, Limits
+from contend.doctor.calibrate import device_of
+from contend.runner import DATA
+from contend.runtimes import ContainerSpec
+
+from .conftest import ALL_RUNTIMES, needs_root, require, runtime_or_skip
+
+pytestmark = [needs_root, pytest.mark.root]
+
+
+@pytest.fixture(params=ALL_RUNTIMES)
+def rt(request):
+    return runtime_or_skip(request.param)
+
+
+@pytest.fixture
+def container(rt, tmp_path):
+    made = []
+
+    def make(limits: Limits = Limits(), data: bool = False):
+        data_dir = None
+        if data:  # on the experiment device (tmp_path may be a tmpfs without a block device)
+            data_dir = DATA / f"contend-test-{uuid.uuid4().hex[:6]}"
+            data_dir.mkdir(parents=True)
+            made.append(data_dir)
+        c = rt.create(ContainerSpec(f"test-{rt.name}-{uuid.uuid4().hex[:6]}", limits, data_dir))
+        made.append(c)
+        return c
+    yield make
+    import shutil
+    for x in made:
+        if hasattr(x, "cgroup"):
+            rt.delete(x)
+        else:
+            shutil.rmtree(x, ignore_errors=True)
+
+
+def test_container_runs_with_security_defaults(rt, container):
+    c = container()
+    # directory listed with Python: runsc 2022 rejects the statx flags of coreutils 9 (`ls`: EINVAL)
+    p = rt.run(c, ["sh", "-c", "hostname; grep NoNewPrivs /proc/self/status; touch /usr/x 2>&1; "
+                               "echo ok > /tmp/w && cat /tmp/w; "
+                               "python3 -c \"import os; print(' '.join(os.listdir('/sys/class/net')))\""])
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert c.name in out  # its own UTS namespace
+    assert "Read-only file system" in out  # host binds are read-only
+    assert "ok" in out  # private writable /tmp
+    if rt.name != "runsc":  # gVisor's /proc/self/status and /sys are its own
+        assert "NoNewPrivs:\t1" in out
+        assert out.split()[-1] == "lo"  # no network but loopback
+
+
+def test_delete_removes_container_and_cgroups(rt, container):
+    c = container()
+    assert rt.pids(c), "the container's processes are in its cgroup"
+    rt.delete(c)
+    assert not c.cgroup.exists()
+    assert c.name not in rt.leftovers()
+
+
+def busy_cpu(rt, c, seconds: float) -> tuple[float, float]:
+    """Run one CPU-bound worker inside for `seconds`; return (CPUs used seen by the host, seen inside)."""
+    before, t0 = c.cgroup.stats().cpu_usage_ns, time.monotonic()
+    p = rt.run(c, ["stress-ng", "--cpu", "1", "--cpu-method", "matrixprod", "--timeout", f"{seconds}s",
+                   "--metrics-brief", "--yaml", "/tmp/m.yaml"], timeout=seconds + 30)
+    wall = time.monotonic() - t0
+    host = (c.cgroup.stats().cpu_usage_ns - before) / 1e9 / wall
+    assert p.returncode == 0, p.stderr
+    y = rt.run(c, ["cat", "/tmp/m.yaml"]).stdout
+    rate = float(next(ln.split(":")[1] for ln in y.splitlines() if "bogo-ops-per-second-real-time" in ln))
+    return host, rate
+
+
+def test_cpu_quota_of_half_a_core_holds(rt, container):
+    require("stress-ng")
+    free = container()
+    capped = container(Limits(cpu=0.5))
+    _, free_rate = busy_cpu(rt, free, 3)
+    host, rate = busy_cpu(rt, capped, 3)
+    # from the host: the cgroup's CPU time over wall time; from the inside: the work the workload got done
+    assert host == pytest.approx(0.5, rel=0.10), f"host saw {host:.3f} CPUs under a 0.5 quota"
+    assert rate / free_rate == pytest.approx(0.5, rel=0.15), f"inside: {rate:.0f} vs {free_rate:.0f} bogo ops/s"
+
+
+def test_memory_limit_is_hit(rt, container):
+    limit = 64 << 20
+    c = container(Limits(memory=limit))
+    p = rt.run(c, ["python3", "-c", "b = bytearray(256 << 20); b[::4096] = b'x' * len(b[::4096]); print('alive')"],
+               timeout=60)
+    st = c.cgroup.stats()
+    # inside: the allocation beyond the limit does not survive; host: the cgroup hit its limit
+    assert "alive" not in p.stdout and p.returncode != 0
+    assert st.memory_events["max"] > 0 or st.memory_events["oom_kill"] > 0
+    assert st.memory_peak <= limit + (1 << 20)
+
+
+def test_io_bps_limit_holds_for_direct_io(rt, container):
+    dev = device_of(DATA.parent if DATA.exists() else DATA.parent.parent)
+    rate = 5 << 20
+    c = container(Limits(io=(IoLimit(dev, wbps=rate),)), data=True)
+    t0 = time.monotonic()
+    p = rt.run(c, ["dd", "if=/dev/zero", "of=/data/f", "bs=1M", "count=10", "oflag=direct"], timeout=60)
+    wall = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr
+    achieved = (10 << 20) / wall
+    if rt.name == "runsc":
+        # gVisor's gofer writes on the container's behalf from outside the throttled cgroup: the limit is
+        # not enforced (a finding, DESIGN §4/§5). Check that this is still so, so the test notices a fix.
+        assert achieved > 2 * rate, f"runsc held the I/O limit ({achieved / 2**20:.1f} MiB/s): update the docs"
+        return
+    assert achieved <= rate * 1.15, f"{achieved / 2**20:.1f} MiB/s under a 5 MiB/s limit"
+    assert achieved >= rate * 0.5
+    io = c.cgroup.stats().io
+    assert io.get(dev) and io[dev].wbytes >= 10 << 20  # the host saw the container's writes
