@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -19,12 +20,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="
                        "Runs real containers under real OCI runtimes, loads them, watches them from the host "
                        "(cgroup counters, eBPF) and computes the isolation metrics of the literature.")
 console = Console()
-err = Console(stderr=True)
 
 
 def fail(msg: str, code: int = 2) -> None:
     """One line, no traceback."""
-    err.print(f"contend: {msg}", markup=False, highlight=False)
+    print(f"contend: {msg}", file=sys.stderr)  # never wrapped: one line, whatever the terminal width
     raise typer.Exit(code)
 
 
@@ -153,11 +153,11 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
 def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results directory of contend run.")):
     """Rebuild metrics.csv, figures/ and report.html from the store alone (no experiment re-run)."""
     from . import report as rep
-    from .store import Store
+    from .store import DB, Store
+    if not (directory / DB).is_file():
+        fail(f"{directory}: no {DB} (not a contend results directory)")
     try:
         store = Store(directory)
-    except FileNotFoundError as e:
-        fail(str(e))
     except Exception as e:  # duckdb: not a database, locked by a running study
         fail(f"{directory}: cannot open the store: {str(e).splitlines()[0]}")
     with store:

@@ -37,21 +37,21 @@ class Study:
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "spec.yaml").write_text(yaml.safe_dump(spec.resolved(), sort_keys=False))
         trials = plan(spec)
-        with con.status("looking at this host"):
-            host_facts = facts(try_runtimes=True, try_probes=False)
-        (self.dir / "host.json").write_text(json.dumps(host_facts, indent=2))
-        capacity = ensure_cpu_capacity(say=lambda s: con.print(s, highlight=False))
-        runnable = {r["name"]: r for r in host_facts["runtimes"]}
-        host = detect()
         per_trial = trial_seconds(spec) + SETUP_S
-        con.print(f"[bold]{spec.name}[/bold]: {len(trials)} trials "
-                  f"({', '.join(spec.runtimes)} × {', '.join(s.name for s in spec.resolved_scenarios())} × "
-                  f"{', '.join(spec.resources)} × {spec.repetitions} rep), about {len(trials) * per_trial / 60:.1f} min; "
-                  f"results in {self.dir}")
         failed = 0
         interrupted = False
         store = Store(self.dir)
         try:
+            with con.status("looking at this host (a container per runtime)"):
+                host_facts = facts(try_runtimes=True, try_probes=False)
+            (self.dir / "host.json").write_text(json.dumps(host_facts, indent=2))
+            capacity = ensure_cpu_capacity(say=lambda s: con.print(s, highlight=False))
+            runnable = {r["name"]: r for r in host_facts["runtimes"]}
+            host = detect()
+            con.print(f"[bold]{spec.name}[/bold]: {len(trials)} trials "
+                      f"({', '.join(spec.runtimes)} × {', '.join(s.name for s in spec.resolved_scenarios())} × "
+                      f"{', '.join(spec.resources)} × {spec.repetitions} rep), about "
+                      f"{len(trials) * per_trial / 60:.1f} min; results in {self.dir}", highlight=False)
             with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                           TextColumn("trial {task.fields[trial]}"), TimeElapsedColumn(),
                           TextColumn("ETA"), TimeRemainingColumn(), console=con) as bar:
@@ -62,7 +62,8 @@ class Study:
                                description=f"{tp.runtime} {tp.scenario.name} {tp.resource} r{tp.repetition}")
 
                     def on_step(step, tp=tp, base=done_before):
-                        elapsed = sum(s.seconds for s in self._plan_steps()[:step.index])
+                        t = spec.trial
+                        elapsed = 0.0 if step.index == 0 else t.baseline_s + (step.index - 1) * t.step_s
                         bar.update(task, completed=base + elapsed,
                                    description=f"{tp.runtime} {tp.scenario.name} {tp.resource} "
                                                f"r{tp.repetition} {step.phase} {step.index}/{spec.trial.steps}")
@@ -86,11 +87,6 @@ class Study:
             con.print(f"[red]{failed} of {len(trials)} trials failed[/red] (reasons in the table and report)")
             return 1
         return 0
-
-    def _plan_steps(self):
-        from .load import plan_steps
-        t = self.spec.trial
-        return plan_steps(0, 0, t.baseline_s, t.steps, t.step_s)
 
     def _trial(self, store: Store, tp: TrialPlan, capacity: dict, host_facts: dict, runnable: dict, host,
                on_step) -> bool:

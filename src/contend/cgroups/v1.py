@@ -45,6 +45,19 @@ class V1Cgroup(Cgroup):
     def create(self) -> None:
         for d in self.dirs():
             d.mkdir(parents=True, exist_ok=True)
+        if "cpuset" in self.h:
+            self._inherit_cpuset(self.h["cpuset"], Path(self.relpath))
+
+    @staticmethod
+    def _inherit_cpuset(mount: Path, rel: Path) -> None:
+        """A new v1 cpuset starts with no CPUs and no memory nodes (joining it fails with ENOSPC): copy the
+        parent's, top down, as runc does."""
+        node = mount
+        for part in rel.parts:
+            parent, node = node, node / part
+            for f in ("cpuset.cpus", "cpuset.mems"):
+                if not (node / f).read_text().strip():
+                    write(node / f, (parent / f).read_text().strip())
 
     def set_limits(self, limits: Limits) -> None:
         if limits.cpu is not None:

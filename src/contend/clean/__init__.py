@@ -54,7 +54,7 @@ def find(host: CgroupHost | None = None) -> list[Leftover]:
             found += [Leftover("cgroup", str(d), partial(_kill_and_remove, d))
                       for d in sorted(root.iterdir()) if d.is_dir()]
             found.append(Leftover("cgroup", str(root), partial(remove_tree, root)))
-    for base in (STATE / "bundles", DATA, *(STATE / n for n in runtimes.KNOWN)):
+    for base in (STATE / "bundles", DATA):  # a runtime's own state: its leftovers() above
         if base.is_dir():
             found += [Leftover("directory", str(d), partial(shutil.rmtree, d, True))
                       for d in sorted(base.iterdir()) if d.name.startswith(NAME_PREFIX)]

@@ -82,7 +82,7 @@ class BpftraceProbes:
     source = "ebpf"
 
     def __init__(self, targets: list[Target], period: float = 0.1, clock0: float | None = None,
-                 wanted: tuple[str, ...] = ("cpu", "block")):
+                 wanted: tuple[str, ...] = ("cpu", "block"), catalogue: tuple[Probe, ...] = CATALOGUE):
         self.targets = targets
         self.period = period
         self.clock0 = time.monotonic() if clock0 is None else clock0
@@ -90,6 +90,7 @@ class BpftraceProbes:
         self.problems: list[str] = []  # what could not attach, and why
         self.attached: list[str] = []
         self.wanted = wanted
+        self.catalogue = catalogue
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
         self._ids: dict[str, str] = {}
@@ -104,7 +105,8 @@ class BpftraceProbes:
             self.problems.append(f"no cgroup v2 id for {', '.join(missing)} (pure v1 host): not attributed")
         self._proc = subprocess.Popen(
             ["bpftrace", "-f", "json", "-B", "line", "-e", script(probes, int(self.period * 1000))],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_raise_memlock)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_raise_memlock,
+            start_new_session=True)  # stopped by us, not by the terminal's Ctrl-C
         ready = threading.Event()
         self._thread = threading.Thread(target=self._read, args=(probes, ready), daemon=True, name="bpftrace")
         self._thread.start()
@@ -123,7 +125,7 @@ class BpftraceProbes:
             self.problems.append(why)
             return []
         out = []
-        for p in CATALOGUE:
+        for p in self.catalogue:
             if p.name not in self.wanted:
                 continue
             if tracepoint_exists(p.tracepoint):

@@ -4,9 +4,7 @@ It measures and records; it never computes a metric (that is metrics/, reading t
 """
 from __future__ import annotations
 
-import contextlib
 import shutil
-import signal
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -22,7 +20,7 @@ from ..load.ramp import check_failures
 from ..metrics import StepWindow
 from ..planner import TrialPlan
 from ..probes import BpftraceProbes, CgroupSampler, Sample, Target
-from ..runtimes import ContainerSpec, RuntimeError_
+from ..runtimes import ContainerSpec, RuntimeError_, signals_deferred
 from ..spec import Spec
 from ..store import TrialRecord
 
@@ -36,16 +34,6 @@ class TrialResult:
     steps: list[StepWindow] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     events: list[tuple] = field(default_factory=list)  # (t, tenant, kind, detail)
-
-
-@contextlib.contextmanager
-def signals_deferred():
-    """Teardown must finish even if Ctrl-C or SIGTERM arrives again meanwhile."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def limits_for(resource: str, fraction: float, capacity: dict) -> Limits:

@@ -4,13 +4,14 @@ from __future__ import annotations
 import uuid
 
 from ..cgroups import CgroupHost
-from .base import (NAME_PREFIX, STATE, Availability, Container, ContainerSpec, Runtime, RuntimeError_)
+from .base import (NAME_PREFIX, STATE, Availability, Container, ContainerSpec, Runtime, RuntimeError_,
+                   signals_deferred)
 from .engine import Engine, Kata
 from .lxc import Lxc
 from .oci import Crun, Runc, Runsc
 
 __all__ = ["NAME_PREFIX", "STATE", "Availability", "Container", "ContainerSpec", "Runtime", "RuntimeError_",
-           "KNOWN", "get", "availability", "all_runtimes"]
+           "KNOWN", "get", "availability", "all_runtimes", "signals_deferred"]
 
 KNOWN = ("runc", "crun", "runsc", "lxc", "kata", "docker", "podman")
 
@@ -56,8 +57,9 @@ def availability(rt: Runtime, try_run: bool = True) -> Availability:
     except (RuntimeError_, OSError) as e:
         a.runs, a.reason = False, str(e)[:300]
     finally:
-        if c is not None:
-            rt.delete(c)
-        else:
-            rt.remove_leftover(spec.name)
+        with signals_deferred():
+            if c is not None:
+                rt.delete(c)
+            else:
+                rt.remove_leftover(spec.name)
     return a

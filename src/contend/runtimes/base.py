@@ -1,8 +1,10 @@
 """One small interface for every container runtime contend drives."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -12,6 +14,16 @@ from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect
 
 STATE = Path(os.environ.get("CONTEND_STATE", "/run/contend"))  # everything transient contend makes
 NAME_PREFIX = "contend-"
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Teardown must finish even if Ctrl-C or SIGTERM arrives (again) meanwhile; they are delivered after."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 class RuntimeError_(Exception):
@@ -133,15 +145,45 @@ class Runtime(ABC):
                 cg.remove()
 
 
-def check(cmd: list[str], what: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
-    """Run a runtime CLI command; raise RuntimeError_ with its stderr on failure."""
+def run_atomic(cmd: list[str], timeout: float = 60, input=None, **kw) -> subprocess.CompletedProcess:
+    """Run a runtime command to its end even if Ctrl-C or SIGTERM arrives meanwhile (raised afterwards).
+
+    A container half made by a killed `runsc create` finishes starting after our cleanup has run; so the
+    command runs in its own session (the terminal's Ctrl-C reaches contend only) and is waited for.
+    """
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError_(f"{what}: `{' '.join(cmd)}` timed out after {timeout}s") from None
+        p = subprocess.Popen(cmd, start_new_session=True, **kw)
     except FileNotFoundError:
-        raise RuntimeError_(f"{what}: {cmd[0]} not found") from None
+        raise RuntimeError_(f"{cmd[0]} not found") from None
+    interrupt: BaseException | None = None
+    while True:
+        try:
+            out, err = p.communicate(input, timeout=timeout)
+            break
+        except KeyboardInterrupt as e:
+            interrupt, input = e, None
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise RuntimeError_(f"`{' '.join(cmd)}` timed out after {timeout}s") from None
+    if interrupt is not None:
+        raise interrupt
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def check(cmd: list[str], what: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    """Run a runtime CLI command (atomically); raise RuntimeError_ with its stderr on failure."""
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    kw.setdefault("text", "input" not in kw or isinstance(kw.get("input"), str))
+    try:
+        p = run_atomic(cmd, timeout, **kw)
+    except RuntimeError_ as e:
+        raise RuntimeError_(f"{what}: {e}") from None
     if p.returncode != 0:
-        msg = (p.stderr or p.stdout).strip().splitlines()
+        text = p.stderr or p.stdout or ""
+        if isinstance(text, bytes):
+            text = text.decode(errors="replace")
+        msg = text.strip().splitlines()
         raise RuntimeError_(f"{what}: `{' '.join(cmd)}` failed: {msg[-1] if msg else p.returncode}")
     return p

@@ -57,7 +57,8 @@ class Engine(Runtime):
     def ensure_image(self) -> None:
         if subprocess.run([self.binary, "image", "inspect", IMAGE], capture_output=True).returncode == 0:
             return
-        check([self.binary, "import", "-", IMAGE], f"{self.binary} import", input=rootfs_tarball(), text=False)
+        check([self.binary, "import", "-", IMAGE], f"{self.binary} import", input=rootfs_tarball(), text=False,
+              stdin=subprocess.PIPE)
 
     def create(self, spec: ContainerSpec) -> Container:
         self.ensure_image()
@@ -94,6 +95,7 @@ class Engine(Runtime):
 
     def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
         popen.setdefault("stdin", subprocess.DEVNULL)
+        popen.setdefault("start_new_session", True)
         return subprocess.Popen([self.binary, "exec", c.name, *argv], **popen)
 
     def delete(self, c: Container) -> None:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..cgroups import Limits
-from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check
+from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, signals_deferred
 from .rootfs import CAPS, host_binds, make_rootfs
 
 
@@ -93,7 +93,8 @@ class Lxc(Runtime):
             self._wait_running(spec.name)
             self.track(c)
         except BaseException:
-            self.delete(c)
+            with signals_deferred():
+                self.delete(c)
             raise
         return c
 
@@ -111,6 +112,7 @@ class Lxc(Runtime):
 
     def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
         popen.setdefault("stdin", subprocess.DEVNULL)
+        popen.setdefault("start_new_session", True)  # contend, not the terminal, ends what it started
         return subprocess.Popen(["lxc-attach", "-n", c.name, "-P", str(self.lxcpath), "--clear-env",
                                  "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp", "--",
                                  # lxc-attach keeps the caller's cwd (or /, read-only here): start in /tmp

@@ -6,7 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check)
+from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, run_atomic,
+                   signals_deferred)
 from .rootfs import oci_config, write_bundle
 
 BUNDLES = STATE / "bundles"
@@ -41,15 +42,16 @@ class OciRuntime(Runtime):
         try:
             # the container's init inherits these fds: a pipe would keep us waiting for its EOF
             with open(log, "w") as out:
-                p = subprocess.run(self.cli("create", "--bundle", str(bundle), spec.name),
-                                   stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=60)
+                p = run_atomic(self.cli("create", "--bundle", str(bundle), spec.name),
+                               stdin=subprocess.DEVNULL, stdout=out, stderr=out)
             if p.returncode != 0:
                 lines = log.read_text().strip().splitlines()
                 raise RuntimeError_(f"{self.name} create {spec.name}: {lines[-1] if lines else p.returncode}")
             self.track(c)
             check(self.cli("start", spec.name), f"{self.name} start {spec.name}")
         except BaseException:
-            self.delete(c)
+            with signals_deferred():
+                self.delete(c)
             raise
         return c
 
@@ -60,6 +62,7 @@ class OciRuntime(Runtime):
 
     def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
         popen.setdefault("stdin", subprocess.DEVNULL)
+        popen.setdefault("start_new_session", True)  # contend, not the terminal, ends what it started
         return subprocess.Popen(self.cli("exec", *self.exec_args, c.name, *argv), **popen)
 
     def state(self, name: str) -> dict | None:
@@ -79,14 +82,29 @@ class OciRuntime(Runtime):
         if self.root.is_dir():
             p = subprocess.run(self.cli("list", "-q"), capture_output=True, text=True)
             names.update(n for n in p.stdout.split() if n.startswith(NAME_PREFIX))
-            names.update(d.name for d in self.root.iterdir() if d.name.startswith(NAME_PREFIX))
+            names.update(self.state_owner(d.name) for d in self.root.iterdir() if d.name.startswith(NAME_PREFIX))
         return sorted(names)
+
+    @staticmethod
+    def state_owner(entry: str) -> str:
+        """The container an entry of the runtime's root belongs to (runc/crun: a directory named after it;
+        runsc: files `<id>_sandbox:<id>.state` and `.lock`)."""
+        return entry.split("_sandbox:")[0]
+
+    def state_entries(self, name: str) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return [d for d in self.root.iterdir() if self.state_owner(d.name) == name]
 
     def remove_leftover(self, name: str) -> None:
         subprocess.run(self.cli("kill", name, "KILL"), capture_output=True)
         subprocess.run(self.cli("delete", "--force", name), capture_output=True, timeout=60)
         self.forget_cgroups(name)
-        shutil.rmtree(self.root / name, ignore_errors=True)  # state left by a killed runtime
+        for entry in self.state_entries(name):  # state left by a killed runtime (or by runsc itself)
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
         bundle = self.bundle_dir(name)
         shutil.rmtree(bundle, ignore_errors=True)
 

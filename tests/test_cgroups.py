@@ -1,0 +1,179 @@
+"""cgroups: v1/hybrid against this host's real hierarchies, v2 against the real unified tree for what it
+holds here, and against a cgroupfs tree laid out as a v2 host lays it out for the rest (names say which)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from contend.cgroups import IoLimit, Limits, V1Cgroup, V2Cgroup, detect
+
+from .conftest import IS_ROOT, needs_root
+
+HYBRID_MOUNTS = """cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0
+cgroup /sys/fs/cgroup/cpuacct cgroup rw,relatime,cpuacct 0 0
+cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0
+cgroup /sys/fs/cgroup/blkio cgroup rw,relatime,blkio 0 0
+cgroup /sys/fs/cgroup/systemd cgroup rw,relatime,name=systemd 0 0
+cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
+"""
+
+
+def test_detect_modes_from_mount_tables():
+    h = detect(HYBRID_MOUNTS)
+    assert h.mode == "hybrid" and h.v1["cpu"] == Path("/sys/fs/cgroup/cpu") and "systemd" in h.v1
+    assert h.unified == Path("/sys/fs/cgroup/unified")
+    assert detect("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n").mode == "v2"
+    assert detect("\n".join(HYBRID_MOUNTS.splitlines()[:4])).mode == "v1"
+    assert detect("proc /proc proc rw 0 0\n").mode == "none"
+
+
+def test_cpu_and_cpuacct_mounted_together_map_to_one_directory():
+    h = detect("cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n")
+    assert h.v1["cpu"] == h.v1["cpuacct"]
+    assert len(V1Cgroup("contend/x", h.v1).dirs()) == 1
+
+
+# ----------------------------------------------------------------- v2, laid-out tree
+def lay_out_v2(root: Path, relpath: str) -> Path:
+    """A cgroupfs tree with the files a v2 host has (controllers enabled at the root)."""
+    (root / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids rdma misc\n")
+    (root / "cgroup.subtree_control").write_text("")
+    d = root / relpath
+    d.mkdir(parents=True)
+    files = {
+        "cgroup.controllers": "cpu io memory pids\n", "cgroup.subtree_control": "", "cgroup.procs": "123\n456\n",
+        "cpu.max": "max 100000\n", "memory.max": "max\n", "io.max": "", "pids.max": "max\n",
+        "cpu.stat": "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\nnr_periods 40\n"
+                    "nr_throttled 7\nthrottled_usec 350000\n",
+        "memory.current": "52428800\n", "memory.peak": "67108864\n",
+        "memory.events": "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n",
+        "io.stat": "254:0 rbytes=4096 wbytes=10485760 rios=1 wios=10 dbytes=0 dios=0\n"
+                   "253:0 rbytes=8192 wbytes=0 rios=2 wios=0 dbytes=0 dios=0\n",
+        "cpu.pressure": "some avg10=1.50 avg60=0.20 avg300=0.00 total=123456\n"
+                        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+        "io.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=42\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=40\n",
+        "memory.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+    }
+    for name, text in files.items():
+        (d / name).write_text(text)
+    return d
+
+
+def test_v2_laid_out_tree_limits_are_written_as_v2_expects(tmp_path):
+    d = lay_out_v2(tmp_path, "contend/ct")
+    cg = V2Cgroup("contend/ct", tmp_path)
+    cg.set_limits(Limits(cpu=0.5, memory=256 << 20, pids=64,
+                         io=(IoLimit("254:0", rbps=1 << 20, wiops=500),)))
+    assert (d / "cpu.max").read_text() == "50000 100000"
+    assert (d / "memory.max").read_text() == str(256 << 20)
+    assert (d / "pids.max").read_text() == "64"
+    assert (d / "io.max").read_text() == "254:0 rbps=1048576 wbps=max riops=max wiops=500"
+    cg.clear_io_limits("254:0")
+    assert (d / "io.max").read_text() == "254:0 rbps=max wbps=max riops=max wiops=max"
+
+
+def test_v2_laid_out_tree_io_max_read_back(tmp_path):
+    d = lay_out_v2(tmp_path, "contend/ct")
+    (d / "io.max").write_text("254:0 rbps=max wbps=1048576 riops=max wiops=100\n")
+    lim = V2Cgroup("contend/ct", tmp_path).io_limits()["254:0"]
+    assert (lim.rbps, lim.wbps, lim.riops, lim.wiops) == (None, 1 << 20, None, 100)
+
+
+def test_v2_laid_out_tree_stats_parse_every_counter(tmp_path):
+    lay_out_v2(tmp_path, "contend/ct")
+    s = V2Cgroup("contend/ct", tmp_path).stats()
+    assert s.cpu_usage_ns == 2_500_000_000
+    assert (s.nr_periods, s.nr_throttled, s.throttled_ns) == (40, 7, 350_000_000)
+    assert (s.memory_current, s.memory_peak) == (50 << 20, 64 << 20)
+    assert s.memory_events["oom_kill"] == 1 and s.memory_events["max"] == 12
+    assert s.io["254:0"].wbytes == 10 << 20 and s.io["254:0"].wios == 10 and s.io["253:0"].rios == 2
+    assert s.pressure["cpu.some.avg10"] == 1.5 and s.pressure["cpu.some.total_us"] == 123456
+    assert s.pressure["io.full.total_us"] == 40
+    assert V2Cgroup("contend/ct", tmp_path).procs() == [123, 456]
+
+
+def test_v2_laid_out_tree_create_enables_controllers_top_down(tmp_path):
+    (tmp_path / "cgroup.controllers").write_text("cpu io memory pids rdma\n")
+    (tmp_path / "cgroup.subtree_control").write_text("")
+    V2Cgroup("contend/new", tmp_path).create()
+    assert (tmp_path / "cgroup.subtree_control").read_text() == "+cpu +memory +io +pids"
+    assert (tmp_path / "contend/new").is_dir()
+
+
+# ----------------------------------------------------------------- real hierarchies
+@pytest.fixture
+def spin():
+    """A CPU-bound process with no children (so moving its pid moves all of it); killed whatever happens."""
+    procs = []
+
+    def start() -> subprocess.Popen:
+        procs.append(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
+        return procs[-1]
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+@pytest.fixture
+def relpath():
+    rel = f"contend/test-cg-{uuid.uuid4().hex[:6]}"
+    yield rel
+    host = detect()
+    for g in (host.cgroup(rel), host.tracking(rel)):
+        if g is not None:
+            g.remove()
+
+
+@needs_root
+@pytest.mark.skipif(IS_ROOT and detect().mode not in ("v1", "hybrid"), reason="host is not cgroup v1/hybrid")
+def test_v1_real_hierarchy_limits_and_stats(relpath, spin):
+    host = detect()
+    cg = host.cgroup(relpath)
+    assert isinstance(cg, V1Cgroup)
+    cg.create()
+    cg.set_limits(Limits(cpu=0.25, memory=128 << 20, pids=50, io=(IoLimit("254:0", wbps=1 << 20),)))
+    cpu = host.v1["cpu"] / relpath
+    assert (cpu / "cpu.cfs_quota_us").read_text().strip() == "25000"
+    assert (host.v1["memory"] / relpath / "memory.limit_in_bytes").read_text().strip() == str(128 << 20)
+    assert cg.io_limits()["254:0"].wbps == 1 << 20
+    cg.clear_io_limits("254:0")
+    assert "254:0" not in cg.io_limits()
+    p = spin()
+    cg.add_pid(p.pid)
+    assert p.pid in cg.procs()
+    t0, s0 = time.monotonic(), cg.stats()
+    time.sleep(1.0)
+    s1, t1 = cg.stats(), time.monotonic()
+    used = (s1.cpu_usage_ns - s0.cpu_usage_ns) / 1e9 / (t1 - t0)
+    assert used == pytest.approx(0.25, abs=0.05), "the quota holds, read back from cpuacct"
+    assert s1.nr_throttled > 0  # (v1 memory does not move charges with a task: memory_current stays 0)
+    cg.remove()
+    p.wait()
+    assert not cg.exists()
+
+
+@needs_root
+@pytest.mark.skipif(IS_ROOT and detect().unified is None, reason="no cgroup2 mount on this host")
+def test_v2_real_unified_tree_tracking_id_procs_and_pressure(relpath, spin):
+    host = detect()
+    t = host.tracking(relpath)
+    t.create()
+    p = spin()
+    t.add_pid(p.pid)
+    assert t.procs() == [p.pid]
+    assert t.inode() == os.stat(host.unified / relpath).st_ino
+    # the process's own view of its v2 cgroup is the tracking cgroup
+    assert f"0::/{relpath}" in Path(f"/proc/{p.pid}/cgroup").read_text()
+    s = t.stats()
+    assert "cpu.some.total_us" in s.pressure  # PSI is per cgroup even without controllers
+    if "cpu" in t.controllers():
+        assert s.cpu_usage_ns > 0
+    t.remove()
+    p.wait()
+    assert not t.exists()

@@ -1,0 +1,165 @@
+"""The CLI end to end, as a user runs it: real containers, real probes, interrupted and not."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from contend.clean import find
+from contend.runtimes import ContainerSpec
+
+from .conftest import needs_root, require, runtime_or_skip
+
+pytestmark = [needs_root, pytest.mark.root]
+CONTEND = [sys.executable, "-m", "contend.cli"]
+
+
+def tiny_spec(path: Path, runtimes=("runc",), scenarios=("harmony",), baseline=2, steps=2, step_s=2) -> Path:
+    path.write_text(yaml.safe_dump({
+        "name": "tiny", "runtimes": list(runtimes), "scenarios": list(scenarios), "resources": ["cpu"],
+        "trial": {"baseline_s": baseline, "steps": steps, "step_s": step_s}}))
+    return path
+
+
+def contend(*args, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([*CONTEND, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_run_writes_the_results_directory_and_report_rebuilds_it(tmp_path):
+    require("stress-ng")
+    runtime_or_skip("runc")
+    out = tmp_path / "res"
+    p = contend("run", str(tiny_spec(tmp_path / "s.yaml")), "--out", str(out), "--json")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    for name in ("spec.yaml", "host.json", "contend.duckdb", "metrics.csv", "report.html"):
+        assert (out / name).exists(), name
+    assert any((out / "figures").glob("isolation-runc-harmony-cpu-host.png"))
+    assert any((out / "figures").glob("timeline-runc.harmony.cpu.r1.png"))
+    with open(out / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    got = {(r["view"], r["metric"]): r for r in rows}
+    for metric in ("I_plr", "loss", "I_intFree", "S_I", "escape", "isol_p50"):
+        assert got[("host", metric)]["value"] != "", metric
+        assert got[("host", metric)]["n"] == "1"
+    # harmony on 2 CPUs with each tenant at half: the abiding tenant keeps most of its CPU
+    assert 0.6 < float(got[("host", "I_plr")]["value"]) < 1.3
+    assert 0.7 < float(got[("host", "escape")]["value"]) < 1.1  # the quota held
+    assert {r["view"] for r in rows} >= {"host", "guest"}
+    assert "ebpf" in {r["view"] for r in rows}, "bpftrace attributed CPU on this host"
+    html = (out / "report.html").read_text()
+    assert "data:image/png;base64," in html and "http://" not in html and "https://" not in html
+    assert "I_intFree" in p.stdout
+    json_rows = json.loads(p.stdout[p.stdout.index("[\n"):])
+    assert any(r["metric"] == "I_plr" for r in json_rows)
+    # the report is rebuilt from the store alone
+    (out / "report.html").unlink()
+    (out / "metrics.csv").unlink()
+    r = contend("report", str(out))
+    assert r.returncode == 0, r.stderr
+    assert (out / "report.html").exists()
+    with open(out / "metrics.csv") as f:
+        again = {(x["view"], x["metric"]): x["value"] for x in csv.DictReader(f)}
+    assert again[("host", "I_plr")] == got[("host", "I_plr")]["value"]
+    assert find() == []
+
+
+def test_report_of_a_directory_that_is_not_results(tmp_path):
+    p = contend("report", str(tmp_path))
+    assert p.returncode == 2 and "no contend.duckdb" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_results_directory_in_use_is_refused(tmp_path):
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "x").write_text("")
+    p = contend("run", str(tiny_spec(tmp_path / "s.yaml")), "--out", str(tmp_path / "res"))
+    assert p.returncode == 2 and "exists and is not empty" in p.stderr
+
+
+def wait_for_trial(proc: subprocess.Popen, timeout=60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any("container" in x.kind and "doctor" not in x.name for x in find()):
+            return  # a trial's container (not doctor's look at the runtimes at the start)
+        assert proc.poll() is None, "contend exited before its containers were up"
+        time.sleep(0.2)
+    raise AssertionError("no container appeared")
+
+
+@pytest.mark.parametrize("sig,runtime", [(signal.SIGINT, "runc"), (signal.SIGTERM, "runsc"),
+                                         (signal.SIGINT, "lxc")])
+def test_interrupt_mid_trial_leaves_nothing_behind(tmp_path, sig, runtime):
+    require("stress-ng")
+    runtime_or_skip(runtime)
+    out = tmp_path / "res"
+    proc = subprocess.Popen([*CONTEND, "run", str(tiny_spec(tmp_path / "s.yaml", runtimes=(runtime,),
+                                                            steps=10, step_s=3)), "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # its own process group, as a terminal gives it
+    wait_for_trial(proc)
+    time.sleep(2)  # into the trial: probes on, load running
+    os.killpg(proc.pid, sig)  # Ctrl-C reaches the whole foreground group
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stdout[-1500:] + stderr[-1500:]
+    assert "interrupted" in stdout
+    assert find() == [], "contend clean --dry-run would find leftovers"
+    assert (out / "contend.duckdb").exists() and (out / "report.html").exists()
+
+
+def test_clean_finds_and_removes_what_a_killed_run_left(tmp_path):
+    rt = runtime_or_skip("runc")
+    c = rt.create(ContainerSpec(f"leak-{uuid.uuid4().hex[:6]}"))  # as if contend had been SIGKILLed
+    p = contend("clean", "--dry-run")
+    assert p.returncode == 0
+    assert f"would remove runc container {c.name}" in p.stdout
+    assert any(line.startswith("would remove cgroup") for line in p.stdout.splitlines())
+    assert c.cgroup.exists(), "dry run removed nothing"
+    p = contend("clean")
+    assert p.returncode == 0 and f"removing runc container {c.name}" in p.stdout
+    assert contend("clean", "--dry-run").stdout.strip() == ""
+    assert not c.cgroup.exists()
+
+
+def test_doctor_json_reports_this_host():
+    p = contend("doctor", "--json", timeout=120)
+    assert p.returncode == 0, p.stderr
+    f = json.loads(p.stdout)
+    names = {r["name"]: r for r in f["runtimes"]}
+    assert set(names) == {"runc", "crun", "runsc", "lxc", "kata", "docker", "podman"}
+    for r in names.values():
+        assert r["runs"] or r["reason"], f"{r['name']}: a runtime that does not run says why"
+    assert f["cgroups"]["mode"] in ("v1", "hybrid", "v2")
+    assert f["disks"] and all(":" in d["dev"] for d in f["disks"])
+    assert "tracepoint" in f["ebpf"]["probe_types"]
+    assert find() == []
+
+
+def test_doctor_table_and_help():
+    p = contend("doctor", timeout=120)
+    assert p.returncode == 0 and "runtimes" in p.stdout and "cgroups" in p.stdout
+    h = contend("--help")
+    for cmd in ("doctor", "run", "report", "clean"):
+        assert cmd in h.stdout
+
+
+@pytest.mark.parametrize("delay", [0.4, 1.0, 1.6, 2.2, 2.8])
+def test_interrupt_at_any_early_moment_leaves_nothing_behind(tmp_path, delay):
+    """Ctrl-C while Python starts, while doctor tries each runtime, while containers are made."""
+    require("stress-ng")
+    runtime_or_skip("runsc")
+    proc = subprocess.Popen([*CONTEND, "run", str(tiny_spec(tmp_path / "s.yaml", runtimes=("runsc",))),
+                             "--out", str(tmp_path / "res")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert find() == [], f"interrupted after {delay}s, leftovers remain"
