@@ -1,11 +1,13 @@
 """One small interface for every container runtime contend drives."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
 import signal
 import subprocess
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,12 +20,39 @@ NAME_PREFIX = "contend-"
 
 @contextlib.contextmanager
 def signals_deferred():
-    """Teardown must finish even if Ctrl-C or SIGTERM arrives (again) meanwhile; they are delivered after."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    """Teardown must finish even if Ctrl-C or SIGTERM arrives meanwhile: the signal is noted and delivered
+    after. (Swapping the Python handlers, not the signal mask: a signal already taken by Python's C handler
+    would still raise mid-teardown, and children would inherit a blocked mask.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+    old = {s: signal.signal(s, lambda signum, frame: noted.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        if noted:
+            handler = old[noted[0]]
+            if callable(handler):
+                handler(noted[0], None)  # e.g. default_int_handler: raises KeyboardInterrupt
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), noted[0])
+
+
+# Containers this process made and has not removed yet, swept at exit: covers the instant between an
+# interrupt and the start of a deferred teardown.
+LIVE: dict[str, "Runtime"] = {}
+
+
+def sweep() -> None:
+    with signals_deferred():
+        for name, rt in list(LIVE.items()):
+            rt.remove_leftover(name)
+
+
+atexit.register(sweep)
 
 
 class RuntimeError_(Exception):

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import tarfile
 
-from .base import NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check
+from .base import LIVE, NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check
 from .rootfs import CAPS, DIRS, USR_LINKS, host_binds
 
 IMAGE = "contend/hostfs:1"
@@ -87,6 +87,7 @@ class Engine(Runtime):
             args += ["-v", f"{src}:{src}:ro"]
         if spec.data_dir is not None:
             args += ["-v", f"{spec.data_dir}:/data"]
+        LIVE[spec.name] = self
         cid = check(args + [IMAGE, *spec.command], f"{self.name} run {spec.name}").stdout.strip()
         cg, tracking = self.cgroups_for(cid)
         c = Container(spec.name, self.name, cg, tracking, extra={"id": cid})
@@ -111,6 +112,7 @@ class Engine(Runtime):
 
     def remove_leftover(self, name: str) -> None:
         subprocess.run([self.binary, "rm", "-f", name], capture_output=True, timeout=60)
+        LIVE.pop(name, None)
 
 
 class Kata(Runtime):

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..cgroups import Limits
-from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, signals_deferred
+from .base import LIVE, NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, signals_deferred
 from .rootfs import CAPS, host_binds, make_rootfs
 
 
@@ -80,6 +80,7 @@ class Lxc(Runtime):
         return "".join(f"{k} = {v}\n" for k, v in lines)
 
     def create(self, spec: ContainerSpec) -> Container:
+        LIVE[spec.name] = self
         cg, tracking = self.cgroups_for(spec.name)
         cdir = self.lxcpath / spec.name
         cdir.mkdir(parents=True, exist_ok=True)
@@ -131,3 +132,4 @@ class Lxc(Runtime):
         self.forget_cgroups(name)
         self.forget_cgroups(name + "-monitor")  # lxc's monitor process has a cgroup of its own
         shutil.rmtree(self.lxcpath / name, ignore_errors=True)
+        LIVE.pop(name, None)

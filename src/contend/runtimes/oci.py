@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, run_atomic,
+from .base import (LIVE, NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, run_atomic,
                    signals_deferred)
 from .rootfs import oci_config, write_bundle
 
@@ -31,6 +31,7 @@ class OciRuntime(Runtime):
         return BUNDLES / name
 
     def create(self, spec: ContainerSpec) -> Container:
+        LIVE[spec.name] = self
         cg, tracking = self.cgroups_for(spec.name)
         bundle = self.bundle_dir(spec.name)
         config = oci_config(spec.name, spec.command, spec.limits, cg.relpath, spec.data_dir, spec.network)
@@ -105,6 +106,7 @@ class OciRuntime(Runtime):
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
+        LIVE.pop(name, None)
         bundle = self.bundle_dir(name)
         shutil.rmtree(bundle, ignore_errors=True)
 
