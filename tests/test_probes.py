@@ -45,6 +45,9 @@ def test_cgroup_sampler_sees_the_quota_in_100ms_buckets(runc_tenant):
     assert 15 <= len(cpu) <= 25 + 5
     assert np.percentile(cpu, 75) == pytest.approx(0.5, abs=0.1)
     assert all(s.t >= 0 for s in samples)
+    if c.tracking is not None:  # PSI from the unified tree: a throttled spinner stalls about half the time
+        psi = values(samples, "cgroup", "psi_cpu_some")
+        assert len(psi) >= 15 and 0.2 < np.percentile(psi, 75) <= 1.0
 
 
 def test_ebpf_attributes_cpu_and_block_io_to_the_container(runc_tenant):

@@ -98,7 +98,10 @@ class Study:
                                         tp.scenario.model_dump(), capacity, {}), [], [], [])
             self.console.print(f"[red]skipped[/red] {tp.id}: {tp.runtime} not available: {avail['reason']}")
             return False
-        result = run_trial(tp, self.spec, capacity, {"cgroups": host_facts["cgroups"]}, host, on_step)
+        # each trial carries the host facts it rested on (resctl-bench's sysreqs, DESIGN §8)
+        trial_facts = {"kernel": host_facts["host"]["kernel"], "cgroups": host_facts["cgroups"],
+                       "runtime": avail or {}, "load_generators": host_facts["load_generators"]}
+        result = run_trial(tp, self.spec, capacity, trial_facts, host, on_step)
         store.add_trial(result.record, result.steps, result.samples, result.events)
         if result.record.status != "ok":
             self.console.print(f"[red]failed[/red] {tp.id}: {result.record.reason}", highlight=False)

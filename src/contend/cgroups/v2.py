@@ -83,9 +83,15 @@ class V2Cgroup(Cgroup):
         s.memory_peak = read_int(self.dir / "memory.peak")
         s.memory_events = read_keyed(self.dir / "memory.events")
         s.io = parse_io_stat(self.dir / "io.stat")
-        for res in ("cpu", "memory", "io"):
-            s.pressure.update(read_pressure(self.dir / f"{res}.pressure", res))
+        s.pressure = self.pressure()
         return s
+
+    def pressure(self) -> dict[str, float]:
+        """PSI of this cgroup (present in every v2 cgroup, controllers or not)."""
+        out: dict[str, float] = {}
+        for res in ("cpu", "memory", "io"):
+            out.update(read_pressure(self.dir / f"{res}.pressure", res))
+        return out
 
     def procs(self) -> list[int]:
         return sorted(set(read_procs(self.dir)))

@@ -1,8 +1,6 @@
 """metrics: pure functions over sample arrays (DESIGN §3). Never starts a process."""
 from __future__ import annotations
 
-import math
-
 from .curves import Curve, Samples, StepWindow, capacity_of, curves
 from .isolation import (curve_metrics, degradation, escape_ratio, i_plr, isolation_percentiles,
                         reference_point, similarity)
@@ -11,9 +9,6 @@ from .stats import mean_ci
 __all__ = ["Curve", "Samples", "StepWindow", "capacity_of", "curves", "curve_metrics", "degradation",
            "escape_ratio", "i_plr", "isolation_percentiles", "reference_point", "similarity", "mean_ci",
            "trial_metrics", "aggregate"]
-
-HEADLINE = ("I_plr", "I_intFree", "S_I", "escape")
-
 
 def trial_metrics(curve: Curve, l_d: float, threshold: float = 0.05, window: int = 1) -> dict[str, float]:
     """All metrics of one trial in one view: curve metrics, escape ratio, isolation percentiles."""
@@ -35,7 +30,3 @@ def aggregate(rows: list[dict]) -> list[dict]:
         out.append({"runtime": rt, "scenario": sc, "resource": res, "view": view, "metric": metric,
                     "value": mean, "ci_low": lo, "ci_high": hi, "n": n})
     return out
-
-
-def finite(x: float) -> bool:
-    return x is not None and math.isfinite(x)

@@ -21,6 +21,10 @@ def rates(prev: Stats, cur: Stats, dt: float) -> dict[str, float]:
         total_cur = sum(getattr(c, key) for c in cur.io.values())
         total_prev = sum(getattr(c, key) for c in prev.io.values())
         out[f"io_{key}_s"] = (total_cur - total_prev) / dt
+    for key, total in cur.pressure.items():  # PSI: share of the time some / all tasks stalled
+        res, kind, field = key.split(".")
+        if field == "total_us" and key in prev.pressure:
+            out[f"psi_{res}_{kind}"] = (total - prev.pressure[key]) / 1e6 / dt
     return out
 
 
@@ -47,8 +51,15 @@ class CgroupSampler:
         self._thread.join(timeout=5)
         return self.samples
 
+    @staticmethod
+    def snapshot(t: Target) -> Stats:
+        s = t.cgroup.stats()
+        if not s.pressure and t.tracking is not None:
+            s.pressure = t.tracking.pressure()  # hybrid host: PSI lives in the unified tree
+        return s
+
     def _loop(self) -> None:
-        prev = {t.tenant: (time.monotonic(), t.cgroup.stats()) for t in self.targets}
+        prev = {t.tenant: (time.monotonic(), self.snapshot(t)) for t in self.targets}
         next_at = time.monotonic() + self.period
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
             next_at += self.period
@@ -58,7 +69,7 @@ class CgroupSampler:
                         t.sync()
                     except OSError as e:  # keep sampling the rest
                         self.problems.append(f"{t.tenant}: tracking sync: {e}")
-                now, cur = time.monotonic(), t.cgroup.stats()
+                now, cur = time.monotonic(), self.snapshot(t)
                 then, old = prev[t.tenant]
                 prev[t.tenant] = (now, cur)
                 stamp = (now + then) / 2 - self.clock0  # the middle of the interval measured

@@ -12,7 +12,7 @@ def cell(r: dict | None) -> str:
     if r is None or r["value"] is None or math.isnan(r["value"]):
         return "n/a"
     if r["n"] >= 2 and not math.isnan(r["ci_low"]):
-        return f"{r['value']:.2f} ±{(r['ci_high'] - r['ci_low']) / 2:.2f}"
+        return f"{r['value']:.2f}±{(r['ci_high'] - r['ci_low']) / 2:.2f}"
     return f"{r['value']:.2f}"
 
 
@@ -34,7 +34,9 @@ def pivot(rows: list[dict], failures: dict[tuple, str] | None = None) -> list[di
 def rich_table(rows: list[dict], failures: dict[tuple, str] | None = None, title: str = "") -> Table:
     t = Table(title=title, title_justify="left")
     for col in ("runtime", "scenario", "resource", "view", *HEADLINE, "n"):
-        t.add_column(col, justify="right" if col in (*HEADLINE, "n") else "left")
+        # metric names never truncated: narrow terminals shrink the label columns instead
+        t.add_column(col, justify="right" if col in (*HEADLINE, "n") else "left",
+                     min_width=len(col) if col in HEADLINE else None, no_wrap=col in HEADLINE)
     for p in pivot(rows, failures):
         vals = [p[h] if not p["note"] else "n/a" for h in HEADLINE]
         t.add_row(p["runtime"], p["scenario"], p["resource"], p["view"], *vals, str(p["n"]))

@@ -5,6 +5,7 @@ It measures and records; it never computes a metric (that is metrics/, reading t
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -75,6 +76,8 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
             probes.append(BpftraceProbes(targets, period, clock0).start())
         for p in probes:
             result.events += [(0.0, "", "probe-missing", why) for why in p.problems]
+        rec.facts["probes"] = {"attached": [a for p in probes for a in getattr(p, "attached", [p.source])],
+                               "missing": [why for p in probes for why in p.problems]}
         plan = plan_steps(sc.abiding_level, sc.disruptive_level, spec.trial.baseline_s, spec.trial.steps,
                           spec.trial.step_s)
         ctl = RampController(rt, containers, data_dirs, generator_for(tp.resource, capacity), clock0)
@@ -94,6 +97,8 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
         rec.status = "ok"
     except RuntimeError_ as e:
         rec.reason = str(e)
+    except (OSError, ValueError, subprocess.SubprocessError) as e:  # a cgroup write, a probe, a report file
+        rec.reason = f"{type(e).__name__}: {e}"
     finally:
         with signals_deferred():
             for p in probes:
