@@ -2,6 +2,9 @@
 # System packages contend drives (idempotent): runtimes, eBPF, load generators.
 set -euo pipefail
 PKGS=(runc crun runsc lxc bpftrace stress-ng fio iperf3 sysbench iproute2 util-linux procps)
+# a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
+# the tests start it for their session only when it is not running
+command -v dockerd >/dev/null 2>&1 || PKGS+=(docker.io)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

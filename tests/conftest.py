@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import time
 
 import pytest
 
@@ -10,7 +12,7 @@ from contend import runtimes
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (real containers, cgroups, eBPF)")
-ALL_RUNTIMES = ("runc", "crun", "runsc", "lxc")
+ALL_RUNTIMES = ("runc", "crun", "runsc", "lxc", "docker")
 
 
 def runtime_or_skip(name: str) -> runtimes.Runtime:
@@ -19,7 +21,39 @@ def runtime_or_skip(name: str) -> runtimes.Runtime:
     rt = runtimes.get(name)
     if not rt.found():
         pytest.skip(f"{name} not installed on this host")
+    if isinstance(rt, runtimes.Engine):
+        ok, why = rt.engine_running()
+        if not ok:
+            pytest.skip(why)
     return rt
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """A docker engine for the session: the host's if it runs, else Debian's dockerd started here (DESIGN §5:
+    `--iptables=false`; no bridge, contend's containers have no network) and stopped afterwards."""
+    if not IS_ROOT or shutil.which("dockerd") is None or shutil.which("docker") is None:
+        yield None
+        return
+    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        yield "host"
+        return
+    log = open("/tmp/contend-test-dockerd.log", "w")
+    proc = subprocess.Popen(["dockerd", "--iptables=false", "--ip-forward=false", "--bridge=none"],
+                            stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            yield None  # the docker tests skip, saying the engine is not running
+            return
+        time.sleep(0.5)
+    yield "started"
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def require(binary: str) -> None:
@@ -28,7 +62,7 @@ def require(binary: str) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def nothing_left_behind():
+def nothing_left_behind(docker_engine):
     """After the whole suite, `contend clean --dry-run` must find nothing."""
     yield
     if IS_ROOT:

@@ -72,6 +72,18 @@ def test_run_writes_the_results_directory_and_report_rebuilds_it(tmp_path):
     assert find() == []
 
 
+def test_run_on_a_docker_engine(tmp_path, docker_engine):
+    require("stress-ng")
+    runtime_or_skip("docker")
+    out = tmp_path / "res"
+    p = contend("run", str(tiny_spec(tmp_path / "s.yaml", runtimes=("docker",))), "--out", str(out))
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    with open(out / "metrics.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["view"] == "host" and r["metric"] == "I_plr"]
+    assert rows and rows[0]["runtime"] == "docker" and rows[0]["value"] != ""
+    assert find() == []
+
+
 def test_report_of_a_directory_that_is_not_results(tmp_path):
     p = contend("report", str(tmp_path))
     assert p.returncode == 2 and "no contend.duckdb" in p.stderr and len(p.stderr.strip().splitlines()) == 1

@@ -49,6 +49,8 @@ def find(host: CgroupHost | None = None) -> list[Leftover]:
         except (OSError, subprocess.SubprocessError):
             continue
         found += [Leftover(f"{rt.name} container", n, partial(rt.remove_leftover, n)) for n in names]
+        if isinstance(rt, runtimes.Engine) and rt.engine_running()[0] and rt.image_exists():
+            found.append(Leftover(f"{rt.name} image", runtimes.engine.IMAGE, rt.remove_image))
     for root in host.roots():
         if root.is_dir():
             found += [Leftover("cgroup", str(d), partial(_kill_and_remove, d))

@@ -10,7 +10,7 @@ from .engine import Engine, Kata
 from .lxc import Lxc
 from .oci import Crun, Runc, Runsc
 
-__all__ = ["NAME_PREFIX", "STATE", "Availability", "Container", "ContainerSpec", "Runtime", "RuntimeError_",
+__all__ = ["NAME_PREFIX", "STATE", "Availability", "Container", "ContainerSpec", "Engine", "Runtime", "RuntimeError_",
            "KNOWN", "get", "availability", "all_runtimes", "signals_deferred"]
 
 KNOWN = ("runc", "crun", "runsc", "lxc", "kata", "docker", "podman")

@@ -10,6 +10,7 @@ import io
 import shutil
 import subprocess
 import tarfile
+from pathlib import Path
 
 from .base import LIVE, NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check
 from .rootfs import CAPS, DIRS, USR_LINKS, host_binds
@@ -29,6 +30,14 @@ def rootfs_tarball() -> bytes:
             info.type, info.linkname = tarfile.SYMTYPE, target
             tar.addfile(info)
     return buf.getvalue()
+
+
+def device_node(majmin: str) -> str:
+    """/dev path of a block device (engines take paths, not MAJ:MIN)."""
+    for line in Path(f"/sys/dev/block/{majmin}/uevent").read_text().splitlines():
+        if line.startswith("DEVNAME="):
+            return "/dev/" + line.split("=", 1)[1]
+    raise RuntimeError_(f"no device node for {majmin}")
 
 
 class Engine(Runtime):
@@ -55,7 +64,7 @@ class Engine(Runtime):
         return True, ""
 
     def ensure_image(self) -> None:
-        if subprocess.run([self.binary, "image", "inspect", IMAGE], capture_output=True).returncode == 0:
+        if self.image_exists():
             return
         check([self.binary, "import", "-", IMAGE], f"{self.binary} import", input=rootfs_tarball(), text=False,
               stdin=subprocess.PIPE)
@@ -63,7 +72,8 @@ class Engine(Runtime):
     def create(self, spec: ContainerSpec) -> Container:
         self.ensure_image()
         lim = spec.limits
-        args = [self.binary, "run", "-d", "--name", spec.name, "--label", "contend=1", "--read-only",
+        args = [self.binary, "run", "-d", "--name", spec.name, "--hostname", spec.name, "--label", "contend=1",
+                "--read-only",
                 "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--tmpfs", "/tmp", "-w", "/tmp",
                 "--cgroup-parent", "/contend"]
         args += [a for c in CAPS for a in ("--cap-add", c.removeprefix("CAP_"))]
@@ -78,7 +88,7 @@ class Engine(Runtime):
         if lim.pids is not None:
             args += ["--pids-limit", str(lim.pids)]
         for io_lim in lim.io:
-            dev = f"/dev/block/{io_lim.device}"
+            dev = device_node(io_lim.device)
             for flag, val in (("--device-read-bps", io_lim.rbps), ("--device-write-bps", io_lim.wbps),
                               ("--device-read-iops", io_lim.riops), ("--device-write-iops", io_lim.wiops)):
                 if val:
@@ -113,6 +123,15 @@ class Engine(Runtime):
     def remove_leftover(self, name: str) -> None:
         subprocess.run([self.binary, "rm", "-f", name], capture_output=True, timeout=60)
         LIVE.pop(name, None)
+        if not self.leftovers():
+            self.remove_image()  # the last of contend's containers: leave no image behind either
+
+    def image_exists(self) -> bool:
+        return subprocess.run([self.binary, "image", "inspect", IMAGE], capture_output=True).returncode == 0
+
+    def remove_image(self) -> None:
+        """Without -f: an image another contend run's container still uses stays."""
+        subprocess.run([self.binary, "rmi", IMAGE], capture_output=True, timeout=60)
 
 
 class Kata(Runtime):

@@ -1,6 +1,7 @@
 """The experiment spec: YAML validated with pydantic; every error is one line naming file, field path and rule."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -145,12 +146,18 @@ def _path(loc: tuple) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        else:
+        elif re.fullmatch(r"[A-Za-z0-9_-]+", str(part)):
             out += ("." if out else "") + str(part)
+        else:  # a key with spaces, dots, newlines…: quoted, so the line stays one line and unambiguous
+            out += f"[{str(part)!r}]"
     return out
 
 
 def format_error(source: str, e: ValidationError) -> str:
+    return _format_error(source, e).replace("\n", "\\n")
+
+
+def _format_error(source: str, e: ValidationError) -> str:
     err = e.errors(include_url=False)[0]
     rule = RULES.get(err["type"])
     msg = rule.format(**err.get("ctx", {})) if rule else err["msg"]
