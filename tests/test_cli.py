@@ -154,6 +154,21 @@ def test_doctor_json_reports_this_host():
     assert find() == []
 
 
+def test_doctor_calibrate_measures_and_saves(tmp_path):
+    require("stress-ng")
+    require("fio")
+    env = {**os.environ, "CONTEND_HOME": str(tmp_path)}  # not the host's saved calibration
+    p = subprocess.run([*CONTEND, "doctor", "--calibrate", "--json"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    cap = json.loads((tmp_path / "capacity.json").read_text())
+    assert json.loads(p.stdout)["capacity"] == cap
+    assert cap["cpus"] == os.cpu_count() and cap["cpu_bogo_ops_s_per_cpu"] > 10
+    assert cap["disk_read_iops"] > 100 and cap["disk_write_bw_bytes_s"] > 1e6
+    assert cap["disk_device"].count(":") == 1 and cap["memory_bytes"] > 0
+    assert not list((tmp_path / "data").glob("*")), "the calibration file was removed"
+
+
 def test_doctor_table_and_help():
     p = contend("doctor", timeout=120)
     assert p.returncode == 0 and "runtimes" in p.stdout and "cgroups" in p.stdout
