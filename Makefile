@@ -7,13 +7,17 @@ export UV_LINK_MODE := copy
 VENV := .venv
 UV := $(VENV)-uv/bin/uv
 
-.PHONY: demo test setup system venv clean-host lint bench
+.PHONY: demo test test-cgroup2 setup system venv clean-host
 
 demo: setup
 	$(VENV)/bin/contend run presets/quick.yaml
 
 test: setup
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+# only the real cgroup v2 tests, in the v2 guest (make test runs them too)
+test-cgroup2: setup
+	$(VENV)/bin/pytest -q -s tests/test_cgroup2_guest.py
 
 setup: system venv
 

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# A real cgroup v2 host for the test suite (issue 10): Debian's 6.1 kernel under qemu TCG, the host's root
+# shared read-only over 9p, a tmpfs /tmp, cgroup2 mounted at /sys/fs/cgroup, a raw virtio disk as /dev/vda.
+#
+#   scripts/cgroup2-guest.sh build            # cache the kernel, modules and initramfs in $GUEST_DIR
+#   scripts/cgroup2-guest.sh run SCRIPT       # boot, run SCRIPT (a host path) in the guest's chroot, power off
+#
+# The guest's console goes to stdout; SCRIPT's exit code becomes this script's. A guest that does not finish
+# within $GUEST_TIMEOUT seconds is killed (exit 124) with its console log already printed.
+set -euo pipefail
+GUEST_DIR=${GUEST_DIR:-/var/cache/contend/cgroup2-guest}
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-600}
+KPKG=${KPKG:-}
+MODULES=(virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk netfs fscache
+         crc16 mbcache jbd2 crc32c_generic ext4
+         9pnet 9pnet_virtio 9p)
+
+die() { echo "cgroup2-guest: $*" >&2; exit 2; }
+
+build() {
+  [ -f "$GUEST_DIR/ready" ] && return 0
+  command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
+  [ -x /bin/busybox ] || die "busybox-static missing (apt-get install busybox-static)"
+  # (the guest also runs the host's /bin/busybox after switch_root, for poweroff)
+  mkdir -p "$GUEST_DIR" && cd "$GUEST_DIR"
+  if [ -z "$KPKG" ]; then
+    KPKG=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' | awk '{print $1}' | sort -V | tail -1)
+  fi
+  [ -n "$KPKG" ] || die "no linux-image-6.1.0-*-amd64 package in the apt lists (run apt-get update)"
+  rm -rf pkg x && mkdir pkg && (cd pkg && apt-get download -q "$KPKG" >/dev/null 2>&1) \
+    || die "apt-get download $KPKG failed"
+  dpkg -x pkg/*.deb x
+  kver=$(ls x/lib/modules)
+  cp x/boot/vmlinuz-"$kver" vmlinuz
+  rm -rf initrd && mkdir -p initrd/{bin,proc,sys,dev,root,lib/modules}
+  cp /bin/busybox initrd/bin/busybox
+  for m in "${MODULES[@]}"; do
+    f=$(find "x/lib/modules/$kver" -name "$m.ko" | head -1)
+    [ -n "$f" ] || die "module $m not in $KPKG"
+    cp "$f" initrd/lib/modules/
+  done
+  cat > initrd/init <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+# load until nothing is left (dependencies differ between kernel builds), at most 5 passes
+left="virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk netfs fscache 9pnet 9pnet_virtio 9p crc16 mbcache jbd2 crc32c_generic ext4"
+for pass in 1 2 3 4 5; do
+  next=""
+  for m in $left; do insmod /lib/modules/$m.ko 2>/dev/null || next="$next $m"; done
+  left=$next
+  [ -z "$left" ] && break
+done
+[ -n "$left" ] && echo "guest: could not load:$left"
+script=$(sed -n 's/.*contend_script=\([^ ]*\).*/\1/p' /proc/cmdline)
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostroot /root || { echo "guest: 9p mount failed"; poweroff -f; }
+mount -t proc proc /root/proc; mount -t sysfs sys /root/sys; mount -t devtmpfs dev /root/dev
+mount -t tmpfs tmp /root/tmp; mount -t tmpfs run /root/run; mount -t tmpfs state /root/var/lib/contend
+mount -t cgroup2 cgroup2 /root/sys/fs/cgroup
+mount -t tracefs tracefs /root/sys/kernel/tracing 2>/dev/null
+echo "guest: cgroup2 controllers: $(cat /root/sys/fs/cgroup/cgroup.controllers)"
+# switch_root, not chroot: runtimes pivot_root into their containers, which cannot start from an initramfs
+exec switch_root /root /bin/busybox sh -c '/bin/sh "$0"; echo "guest: exit=$?"; /bin/busybox poweroff -f' "$script"
+INIT
+  chmod +x initrd/init
+  (cd initrd && find . | cpio -o -H newc 2>/dev/null | gzip -1) > initrd.gz
+  truncate -s 1G disk.img
+  rm -rf pkg x initrd
+  touch ready
+}
+
+run() {
+  local script=$1
+  [ -f "$script" ] || die "no script $script"
+  build
+  mkdir -p /var/lib/contend  # a mount point the guest needs on the shared root
+  local log; log=$(mktemp)
+  set +e
+  timeout --foreground -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
+    -kernel "$GUEST_DIR/vmlinuz" -initrd "$GUEST_DIR/initrd.gz" \
+    -append "console=ttyS0 quiet panic=-1 rdinit=/init contend_script=$(readlink -f "$script")" \
+    -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+    -drive file="$GUEST_DIR/disk.img",format=raw,if=virtio \
+    -display none -serial stdio -no-reboot -nic none 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" = 124 ] && { echo "cgroup2-guest: timed out after ${GUEST_TIMEOUT}s" >&2; rm -f "$log"; exit 124; }
+  local code; code=$(sed -n 's/^guest: exit=\([0-9]*\).*/\1/p' "$log" | tail -1 | tr -d '\r')
+  rm -f "$log"
+  [ -n "$code" ] || { echo "cgroup2-guest: the guest did not report an exit code (see its console above)" >&2; exit 1; }
+  exit "$code"
+}
+
+case "${1:-}" in
+  build) build ;;
+  run) shift; run "$@" ;;
+  *) die "usage: $0 build | run SCRIPT" ;;
+esac

@@ -1,0 +1,132 @@
+"""Real cgroup v2: these run inside the v2 guest (scripts/cgroup2-guest.sh, started by test_cgroup2_guest.py)
+and skip on any host whose cgroups are not v2. Every name says `real_v2`; the laid-out tree tests are in
+test_cgroups.py (`v2_laid_out_tree`)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from contend.cgroups import IoLimit, Limits, V2Cgroup, detect
+from contend.runtimes import ContainerSpec
+
+from .conftest import IS_ROOT, require, runtime_or_skip
+
+HOST = detect() if IS_ROOT else None
+pytestmark = [pytest.mark.cgroup2,
+              pytest.mark.skipif(HOST is None or HOST.mode != "v2",
+                                 reason="not a cgroup v2 host (make test boots a v2 guest for these)")]
+DISK = "254:0"  # the guest's raw virtio disk
+
+
+@pytest.fixture
+def cg():
+    g = V2Cgroup(f"contend/test-{uuid.uuid4().hex[:6]}", HOST.unified)
+    g.create()
+    yield g
+    g.remove()
+
+
+def start_in(g: V2Cgroup, argv: list[str]) -> subprocess.Popen:
+    """Start argv already inside g (the shell joins, then execs), so every byte it uses is charged there."""
+    return subprocess.Popen(["sh", "-c", f'echo $$ > {g.dir}/cgroup.procs && exec "$@"', "sh", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_real_v2_controllers_enabled_for_contend(cg):
+    assert {"cpu", "memory", "io", "pids"} <= set(cg.controllers())
+
+
+def test_real_v2_cpu_max_of_half_a_cpu_holds_and_throttles(cg):
+    cg.set_limits(Limits(cpu=0.5))
+    assert (cg.dir / "cpu.max").read_text().split() == ["50000", "100000"]
+    p = start_in(cg, ["sh", "-c", "while :; do :; done"])
+    try:
+        time.sleep(0.5)
+        s0, t0 = cg.stats(), time.monotonic()
+        time.sleep(2.0)
+        s1, t1 = cg.stats(), time.monotonic()
+    finally:
+        p.kill()
+        p.wait()
+    used = (s1.cpu_usage_ns - s0.cpu_usage_ns) / 1e9 / (t1 - t0)
+    assert used == pytest.approx(0.5, rel=0.10)
+    assert s1.nr_throttled > s0.nr_throttled and s1.throttled_ns > s0.throttled_ns
+    assert s1.pressure["cpu.some.total_us"] > s0.pressure["cpu.some.total_us"]  # PSI saw the stalls
+
+
+def test_real_v2_memory_max_triggers_oom_kill_event(cg):
+    cg.set_limits(Limits(memory=32 << 20))
+    p = start_in(cg, [sys.executable, "-c", "b = bytearray(128 << 20); b[::4096] = b'x' * len(b[::4096])"])
+    p.wait(timeout=120)
+    assert p.returncode == -9
+    ev = cg.stats().memory_events
+    assert ev["oom_kill"] >= 1 and ev["max"] >= 1
+    assert cg.stats().memory_peak <= (32 << 20) + (1 << 20)
+
+
+def timed(g: V2Cgroup, argv: list[str]) -> float:
+    t0 = time.monotonic()
+    p = start_in(g, argv)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    return time.monotonic() - t0
+
+
+def test_real_v2_io_max_holds_for_direct_writes_and_io_stat_counts(cg):
+    cg.set_limits(Limits(io=(IoLimit(DISK, wbps=1 << 20),)))
+    assert cg.io_limits()[DISK].wbps == 1 << 20
+    wall = timed(cg, ["dd", "if=/dev/zero", f"of=/dev/vda", "bs=256k", "count=12", "oflag=direct"])
+    assert wall >= 2.4, f"3 MiB at 1 MiB/s took {wall:.1f}s"
+    assert cg.stats().io[DISK].wbytes >= 3 << 20
+
+
+@pytest.fixture
+def ext4(tmp_path):
+    require("mkfs.ext4")
+    subprocess.run(["mkfs.ext4", "-q", "-F", "/dev/vda"], check=True, capture_output=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "/dev/vda", str(mnt)], check=True)
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_real_v2_io_max_holds_for_buffered_writes_through_writeback(cg, ext4):
+    """v2 throttles writeback on the writer's behalf (v1's blkio.throttle does not)."""
+    cg.set_limits(Limits(io=(IoLimit(DISK, wbps=2 << 20),)))
+    wall = timed(cg, ["dd", "if=/dev/zero", f"of={ext4}/f", "bs=1M", "count=8", "conv=fsync"])
+    assert wall >= 3.0, f"8 MiB buffered at 2 MiB/s took {wall:.1f}s"
+    assert cg.stats().io[DISK].wbytes >= 8 << 20
+
+
+def test_real_v2_runc_container_with_contend_limits():
+    require("stress-ng")
+    rt = runtime_or_skip("runc")
+    c = rt.create(ContainerSpec(f"v2-{uuid.uuid4().hex[:6]}", Limits(cpu=0.5, memory=128 << 20, pids=64)))
+    try:
+        assert isinstance(c.cgroup, V2Cgroup) and c.tracking.dir == c.cgroup.dir  # on v2 the same cgroup
+        assert (c.cgroup.dir / "cpu.max").read_text().split() == ["50000", "100000"]
+        assert (c.cgroup.dir / "memory.max").read_text().strip() == str(128 << 20)
+        before, t0 = c.cgroup.stats().cpu_usage_ns, time.monotonic()
+        p = rt.run(c, ["timeout", "2", "sh", "-c", "while :; do :; done"], timeout=60)
+        used = (c.cgroup.stats().cpu_usage_ns - before) / 1e9 / (time.monotonic() - t0)
+        assert p.returncode == 124
+        assert used == pytest.approx(0.5, abs=0.1)
+    finally:
+        rt.delete(c)
+    assert not c.cgroup.exists()
+
+
+def test_real_v2_doctor_reports_v2():
+    p = subprocess.run([sys.executable, "-m", "contend.cli", "doctor", "--json"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    cg = json.loads(p.stdout)["cgroups"]
+    assert cg["mode"] == "v2" and {"cpu", "io", "memory"} <= set(cg["controllers"])
