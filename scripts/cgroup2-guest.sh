@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A real cgroup v2 host for the test suite (issue 10): Debian's 6.1 kernel under qemu TCG, the host's root
-# shared read-only over 9p, a tmpfs /tmp, cgroup2 mounted at /sys/fs/cgroup, a raw virtio disk as /dev/vda.
+# shared read-only over 9p, tmpfs on /run (scratch: /run/tmp) and /var/lib/contend, cgroup2 at
+# /sys/fs/cgroup, a raw virtio disk as /dev/vda. SCRIPT must not live on a tmpfs of the host.
 #
 #   scripts/cgroup2-guest.sh build            # cache the kernel, modules and initramfs in $GUEST_DIR
 #   scripts/cgroup2-guest.sh run SCRIPT       # boot, run SCRIPT (a host path) in the guest's chroot, power off
@@ -55,7 +56,8 @@ done
 script=$(sed -n 's/.*contend_script=\([^ ]*\).*/\1/p' /proc/cmdline)
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostroot /root || { echo "guest: 9p mount failed"; poweroff -f; }
 mount -t proc proc /root/proc; mount -t sysfs sys /root/sys; mount -t devtmpfs dev /root/dev
-mount -t tmpfs tmp /root/tmp; mount -t tmpfs run /root/run; mount -t tmpfs state /root/var/lib/contend
+# /tmp stays the host's (read-only: a checkout may live there); scratch space is $TMPDIR=/run/tmp
+mount -t tmpfs run /root/run; mkdir -p /root/run/tmp; mount -t tmpfs state /root/var/lib/contend
 mount -t cgroup2 cgroup2 /root/sys/fs/cgroup
 mount -t tracefs tracefs /root/sys/kernel/tracing 2>/dev/null
 echo "guest: cgroup2 controllers: $(cat /root/sys/fs/cgroup/cgroup.controllers)"

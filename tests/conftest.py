@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -38,7 +39,7 @@ def docker_engine():
     if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
         yield "host"
         return
-    log = open("/tmp/contend-test-dockerd.log", "w")
+    log = open(os.path.join(tempfile.gettempdir(), "contend-test-dockerd.log"), "w")
     proc = subprocess.Popen(["dockerd", "--iptables=false", "--ip-forward=false", "--bridge=none"],
                             stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + 30
@@ -62,7 +63,7 @@ def require(binary: str) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def nothing_left_behind(docker_engine):
+def nothing_left_behind():
     """After the whole suite, `contend clean --dry-run` must find nothing."""
     yield
     if IS_ROOT:

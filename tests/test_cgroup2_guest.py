@@ -21,12 +21,12 @@ def test_real_v2_tests_pass_in_the_cgroup2_guest():
     if shutil.which("qemu-system-x86_64") is None or not Path("/bin/busybox").exists():
         pytest.skip("qemu-system-x86 or busybox-static not installed")
     GUEST_DIR.mkdir(parents=True, exist_ok=True)
-    script = GUEST_DIR / "run-tests.sh"  # outside /tmp: the guest has a tmpfs there
+    script = GUEST_DIR / "run-tests.sh"
     script.write_text(textwrap.dedent(f"""\
-        export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
+        export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/run/tmp TMPDIR=/run/tmp
         cd {ROOT}
         exec {ROOT}/.venv/bin/python -m pytest -q -p no:cacheprovider --color=no \\
-            --basetemp=/tmp/pytest -m cgroup2 tests/test_cgroup2.py
+            --basetemp=/run/tmp/pytest -m cgroup2 tests/test_cgroup2.py
         """))
     p = subprocess.run([str(ROOT / "scripts/cgroup2-guest.sh"), "run", str(script)], capture_output=True,
                        text=True, timeout=900, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GUEST_TIMEOUT": "600"})

@@ -18,6 +18,8 @@ pytestmark = [needs_root, pytest.mark.root]
 
 @pytest.fixture(params=ALL_RUNTIMES)
 def rt(request):
+    if request.param == "docker":
+        request.getfixturevalue("docker_engine")  # started for the session if none runs
     return runtime_or_skip(request.param)
 
 
