@@ -86,11 +86,12 @@ def test_cpu_quota_of_half_a_core_holds(rt, container):
     require("stress-ng")
     free = container()
     capped = container(Limits(cpu=0.5))
-    _, free_rate = busy_cpu(rt, free, 3)
-    host, rate = busy_cpu(rt, capped, 3)
+    _, free_rate = busy_cpu(rt, free, 4)
+    host, rate = busy_cpu(rt, capped, 4)
     # from the host: the cgroup's CPU time over wall time; from the inside: the work the workload got done
     assert host == pytest.approx(0.5, rel=0.10), f"host saw {host:.3f} CPUs under a 0.5 quota"
-    assert rate / free_rate == pytest.approx(0.5, rel=0.15), f"inside: {rate:.0f} vs {free_rate:.0f} bogo ops/s"
+    # (the inside view compares two containers' work rates, each a few seconds long: noisier than the host's)
+    assert rate / free_rate == pytest.approx(0.5, rel=0.20), f"inside: {rate:.0f} vs {free_rate:.0f} bogo ops/s"
 
 
 def test_memory_limit_is_hit(rt, container):

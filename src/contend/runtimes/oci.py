@@ -1,7 +1,6 @@
 """runc, crun and runsc: driven through their own CLIs from generated OCI bundles."""
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,9 +33,8 @@ class OciRuntime(Runtime):
         LIVE[spec.name] = self
         cg, tracking = self.cgroups_for(spec.name)
         bundle = self.bundle_dir(spec.name)
-        config = oci_config(spec.name, spec.command, spec.limits, cg.relpath, spec.data_dir, spec.network)
-        self.adjust(config)
-        write_bundle(bundle, config)
+        write_bundle(bundle, oci_config(spec.name, spec.command, spec.limits, cg.relpath, spec.data_dir,
+                                        spec.network))
         self.root.mkdir(parents=True, exist_ok=True)
         c = Container(spec.name, self.name, cg, tracking, bundle)
         log = bundle / "init.log"
@@ -56,24 +54,12 @@ class OciRuntime(Runtime):
             raise
         return c
 
-    def adjust(self, config: dict) -> None:
-        """Runtime-specific changes to the generated config."""
-
     exec_args: list[str] = []
 
     def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
         popen.setdefault("stdin", subprocess.DEVNULL)
         popen.setdefault("start_new_session", True)  # contend, not the terminal, ends what it started
         return subprocess.Popen(self.cli("exec", *self.exec_args, c.name, *argv), **popen)
-
-    def state(self, name: str) -> dict | None:
-        p = subprocess.run(self.cli("state", name), capture_output=True, text=True)
-        if p.returncode != 0:
-            return None
-        try:
-            return json.loads(p.stdout)
-        except json.JSONDecodeError:
-            return None
 
     def delete(self, c: Container) -> None:
         self.remove_leftover(c.name)
