@@ -14,7 +14,7 @@ import uuid
 
 from contend.cgroups import IoLimit, Limits
 from contend.doctor.calibrate import device_of
-from contend.runner import DATA
+from contend.paths import DATA
 from contend.runtimes import ContainerSpec, get
 
 

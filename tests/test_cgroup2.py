@@ -4,12 +4,10 @@ test_cgroups.py (`v2_laid_out_tree`)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -82,7 +80,7 @@ def timed(g: V2Cgroup, argv: list[str]) -> float:
 def test_real_v2_io_max_holds_for_direct_writes_and_io_stat_counts(cg):
     cg.set_limits(Limits(io=(IoLimit(DISK, wbps=1 << 20),)))
     assert cg.io_limits()[DISK].wbps == 1 << 20
-    wall = timed(cg, ["dd", "if=/dev/zero", f"of=/dev/vda", "bs=256k", "count=12", "oflag=direct"])
+    wall = timed(cg, ["dd", "if=/dev/zero", "of=/dev/vda", "bs=256k", "count=12", "oflag=direct"])
     assert wall >= 2.4, f"3 MiB at 1 MiB/s took {wall:.1f}s"
     assert cg.stats().io[DISK].wbytes >= 3 << 20
 

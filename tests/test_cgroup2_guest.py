@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import IS_ROOT, needs_root
+from .conftest import needs_root
 
 ROOT = Path(__file__).resolve().parents[1]
 GUEST_DIR = Path("/var/cache/contend/cgroup2-guest")

@@ -11,7 +11,7 @@ import pytest
 from contend.cgroups import Limits
 from contend.probes import BpftraceProbes, CgroupSampler, Target
 from contend.probes.ebpf import CATALOGUE, Probe, probe_types
-from contend.runner import DATA
+from contend.paths import DATA
 from contend.runtimes import ContainerSpec
 
 from .conftest import needs_root, require, runtime_or_skip

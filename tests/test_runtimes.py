@@ -8,7 +8,7 @@ import pytest
 
 from contend.cgroups import IoLimit, Limits
 from contend.doctor.calibrate import device_of
-from contend.runner import DATA
+from contend.paths import DATA
 from contend.runtimes import ContainerSpec
 
 from .conftest import ALL_RUNTIMES, needs_root, require, runtime_or_skip

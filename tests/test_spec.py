@@ -1,7 +1,6 @@
 """Bad input gets exit 2 and one line naming file, field path and rule; never a traceback."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path

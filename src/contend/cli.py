@@ -57,11 +57,12 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the facts a
     """What this host offers: runtimes (and whether they really run a container), cgroups, eBPF probes,
     load generators, disks, measured capacity."""
     from .doctor import calibrate as do_calibrate, facts
-    from .doctor.calibrate import CAPACITY_FILE, HOME
+    from .doctor.calibrate import CAPACITY_FILE
+    from .paths import DATA
     if calibrate:
         need_root("doctor --calibrate")
         with console.status("calibrating: CPU (3 s), disk (2 × 5 s fio), memory"):
-            cap = do_calibrate(disk_dir or HOME / "data")
+            do_calibrate(disk_dir or DATA)
         if not as_json:
             console.print(f"capacity saved to {CAPACITY_FILE}")
     with console.status("looking at this host (starting a container per runtime)"):
@@ -161,10 +162,9 @@ def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results 
     except Exception as e:  # duckdb: not a database, locked by a running study
         fail(f"{directory}: cannot open the store: {str(e).splitlines()[0]}")
     with store:
-        rows = rep.analyze(directory, store)
-        path = rep.build(directory, store, rows)
-        console.print(rep.rich_table(rows, rep.failures(store), title=str(directory)))
-    console.print(f"report: {path}")
+        written = rep.refresh(directory, store, title=str(directory))
+    console.print(written.table)
+    console.print(f"report: {written.path}")
 
 
 # ---------------------------------------------------------------- clean

@@ -6,7 +6,6 @@ report.analyze (over metrics/), so each piece stays testable on its own.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import yaml
@@ -18,9 +17,9 @@ from . import report as rep
 from .cgroups import detect
 from .doctor import ensure_cpu_capacity, facts
 from .planner import TrialPlan, plan, trial_seconds
-from .runner import run_trial
+from .runner import failed_trial, run_trial
 from .spec import Spec
-from .store import Store, TrialRecord
+from .store import Store
 
 SETUP_S = 3.0  # containers up and down, probes attaching: a rough share of each trial for the ETA
 
@@ -74,11 +73,11 @@ class Study:
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            self.rows = rep.analyze(self.dir, store)
-            report = rep.build(self.dir, store, self.rows)
-            con.print(rep.rich_table(self.rows, rep.failures(store), title=f"{spec.name}: isolation metrics"))
+            written = rep.refresh(self.dir, store, title=f"{spec.name}: isolation metrics")
             store.close()
-        con.print(f"metrics: {self.dir / 'metrics.csv'}\nreport:  {report}")
+        self.rows = written.rows
+        con.print(written.table)
+        con.print(f"metrics: {self.dir / 'metrics.csv'}\nreport:  {written.path}")
         if interrupted:
             con.print(f"[yellow]interrupted[/yellow]: finished trials are kept in {self.dir}; "
                       "everything the interrupted trial created was removed (check: contend clean --dry-run)")
@@ -91,17 +90,13 @@ class Study:
     def _trial(self, store: Store, tp: TrialPlan, capacity: dict, host_facts: dict, runnable: dict, host,
                on_step) -> bool:
         avail = runnable.get(tp.runtime)
-        if avail is not None and not avail["runs"]:
-            now = time.time()
-            store.add_trial(TrialRecord(tp.id, tp.runtime, tp.scenario.name, tp.resource, tp.repetition, "failed",
-                                        f"{tp.runtime} not available: {avail['reason']}", now, now,
-                                        tp.scenario.model_dump(), capacity, {}), [], [], [])
-            self.console.print(f"[red]skipped[/red] {tp.id}: {tp.runtime} not available: {avail['reason']}")
-            return False
         # each trial carries the host facts it rested on (resctl-bench's sysreqs, DESIGN §8)
         trial_facts = {"kernel": host_facts["host"]["kernel"], "cgroups": host_facts["cgroups"],
                        "runtime": avail or {}, "load_generators": host_facts["load_generators"]}
-        result = run_trial(tp, self.spec, capacity, trial_facts, host, on_step)
+        if avail is not None and not avail["runs"]:
+            result = failed_trial(tp, f"{tp.runtime} not available: {avail['reason']}", capacity, trial_facts)
+        else:
+            result = run_trial(tp, self.spec, capacity, trial_facts, host, on_step)
         store.add_trial(result.record, result.steps, result.samples, result.events)
         if result.record.status != "ok":
             self.console.print(f"[red]failed[/red] {tp.id}: {result.record.reason}", highlight=False)

@@ -74,6 +74,10 @@ class Cgroup(ABC):
     def clear_io_limits(self, device: str) -> None: ...
 
     @abstractmethod
+    def io_limits(self) -> dict[str, IoLimit]:
+        """The I/O throttles set on this cgroup, by device."""
+
+    @abstractmethod
     def stats(self) -> Stats: ...
 
     @abstractmethod

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Callable
 
 from .. import runtimes
-from ..cgroups import CgroupHost, detect, remove_tree
-from ..runner import DATA
-from ..runtimes import NAME_PREFIX, STATE
+from ..cgroups import PREFIX, CgroupHost, detect, remove_tree
+from ..paths import DATA, STATE
+from ..runtimes import NAME_PREFIX
 
 LINK_PREFIX = "contend"  # interface names are at most 15 characters: contend + 8
 
@@ -30,14 +30,11 @@ class Leftover:
         return f"{self.kind} {self.name}"
 
 
-def _kill_and_remove(d: Path) -> None:
-    for f in [d / "cgroup.procs", *d.rglob("*/cgroup.procs")]:
-        try:
-            for pid in f.read_text().split():
-                subprocess.run(["kill", "-9", pid], capture_output=True)
-        except OSError:
-            pass
-    remove_tree(d)
+def _remove_cgroup(host: CgroupHost, relpath: str) -> None:
+    """A container's cgroup in every hierarchy, its tracking cgroup included: processes killed, dirs gone."""
+    for g in (host.cgroup(relpath), host.tracking(relpath)):
+        if g is not None:
+            g.remove()
 
 
 def find(host: CgroupHost | None = None) -> list[Leftover]:
@@ -51,11 +48,10 @@ def find(host: CgroupHost | None = None) -> list[Leftover]:
         found += [Leftover(f"{rt.name} container", n, partial(rt.remove_leftover, n)) for n in names]
         if isinstance(rt, runtimes.Engine) and rt.engine_running()[0] and rt.image_exists():
             found.append(Leftover(f"{rt.name} image", runtimes.engine.IMAGE, rt.remove_image))
-    for root in host.roots():
-        if root.is_dir():
-            found += [Leftover("cgroup", str(d), partial(_kill_and_remove, d))
-                      for d in sorted(root.iterdir()) if d.is_dir()]
-            found.append(Leftover("cgroup", str(root), partial(remove_tree, root)))
+    roots = [r for r in host.roots() if r.is_dir()]
+    names = sorted({d.name for r in roots for d in r.iterdir() if d.is_dir()})
+    found += [Leftover("cgroup", f"{PREFIX}/{n}", partial(_remove_cgroup, host, f"{PREFIX}/{n}")) for n in names]
+    found += [Leftover("cgroup", str(r), partial(remove_tree, r)) for r in roots]
     for base in (STATE / "bundles", DATA):  # a runtime's own state: its leftovers() above
         if base.is_dir():
             found += [Leftover("directory", str(d), partial(shutil.rmtree, d, True))
@@ -103,7 +99,7 @@ def clean(dry_run: bool = False, say: Callable[[str], None] = print) -> int:
     items = first
     for _ in range(3):
         for item in items:
-            if item.kind in ("cgroup", "directory") and not Path(item.name).exists():
+            if item.kind == "directory" and not Path(item.name).exists():
                 continue  # went with its container
             say(f"removing {item}")
             try:

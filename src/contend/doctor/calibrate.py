@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-HOME = Path(os.environ.get("CONTEND_HOME", "/var/lib/contend"))
+from ..paths import DATA, HOME
+
 CAPACITY_FILE = HOME / "capacity.json"
 
 
@@ -77,7 +78,7 @@ def memory_capacity() -> dict:
     return {"memory_bytes": m.get("MemTotal", 0), "memory_available_bytes": m.get("MemAvailable", 0)}
 
 
-def calibrate(disk_dir: Path = HOME / "data", disk: bool = True) -> dict:
+def calibrate(disk_dir: Path = DATA, disk: bool = True) -> dict:
     cap = load_capacity()
     cap.update(cpu_capacity())
     cap.update(memory_capacity())

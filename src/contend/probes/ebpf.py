@@ -43,6 +43,13 @@ CATALOGUE = (
 )
 
 
+def bpftrace_unusable() -> str:
+    """'' when bpftrace can run here (tracefs mounted if it was not), else why not."""
+    if shutil.which("bpftrace") is None:
+        return "bpftrace not installed"
+    return ensure_tracefs()
+
+
 def ensure_tracefs() -> str:
     """Mount tracefs if it is not; return '' or why it cannot be."""
     if (TRACEFS / "events").is_dir():
@@ -58,10 +65,12 @@ def tracepoint_exists(tp: str) -> bool:
 
 def probe_catalogue() -> list[tuple[str, bool, str]]:
     """(probe, attachable, reason) for doctor."""
-    why = "bpftrace not installed" if shutil.which("bpftrace") is None else ensure_tracefs()
-    return [(p.name, not why and tracepoint_exists(p.tracepoint),
-             why or ("" if tracepoint_exists(p.tracepoint) else f"no tracepoint {p.tracepoint}"))
-            for p in CATALOGUE]
+    why = bpftrace_unusable()
+    out = []
+    for p in CATALOGUE:
+        reason = why or ("" if tracepoint_exists(p.tracepoint) else f"no tracepoint {p.tracepoint}")
+        out.append((p.name, not reason, reason))
+    return out
 
 
 def script(probes: list[Probe], period_ms: int) -> str:
@@ -117,12 +126,9 @@ class BpftraceProbes:
         return self
 
     def _attachable(self) -> list[Probe]:
-        if shutil.which("bpftrace") is None:
-            self.problems.append("bpftrace not installed: no eBPF probes")
-            return []
-        why = ensure_tracefs()
+        why = bpftrace_unusable()
         if why:
-            self.problems.append(why)
+            self.problems.append(f"{why}: no eBPF probes")
             return []
         out = []
         for p in self.catalogue:
@@ -213,7 +219,7 @@ def attach_test(probe: str, timeout: float = 20) -> tuple[bool, str]:
 def probe_types() -> dict[str, tuple[bool, str]]:
     """Which bpftrace probe types attach on this host (doctor), tried in parallel."""
     from concurrent.futures import ThreadPoolExecutor
-    why = "bpftrace not installed" if shutil.which("bpftrace") is None else ensure_tracefs()
+    why = bpftrace_unusable()
     if why:
         return {k: (False, why) for k in PROBE_TYPES}
     with ThreadPoolExecutor(len(PROBE_TYPES)) as ex:

@@ -39,6 +39,7 @@ class CgroupSampler:
         self.clock0 = time.monotonic() if clock0 is None else clock0
         self.samples: list[Sample] = []
         self.problems: list[str] = []
+        self.attached = [self.source]  # the kernel's counters are always there
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cgroup-sampler", daemon=True)
 

@@ -7,17 +7,32 @@ from __future__ import annotations
 import base64
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 import yaml
+from rich.table import Table
 
 from ..store import Store
 from .analyze import analyze, settings, trial_curves
 from .figures import isolation_graph, timeline
 from .table import HEADLINE, pivot, rich_table
 
-__all__ = ["analyze", "build", "failures", "rich_table"]
+__all__ = ["Written", "analyze", "build", "failures", "refresh", "rich_table"]
+
+
+@dataclass
+class Written:
+    rows: list[dict]  # the aggregated metrics, as in metrics.csv
+    path: Path  # report.html
+    table: Table  # the results table for the terminal
+
+
+def refresh(directory: Path, store: Store, title: str) -> Written:
+    """Everything a results directory shows, from its store: metrics, metrics.csv, figures, report.html."""
+    rows = analyze(directory, store)
+    return Written(rows, build(directory, store, rows), rich_table(rows, failures(store), title=title))
 
 
 def failures(store: Store) -> dict[tuple, str]:

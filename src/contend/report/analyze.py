@@ -32,13 +32,12 @@ def analyze_trial(store: Store, trial: dict, cfg: Metrics) -> None:
     store.set_trial_metrics(trial["trial_id"], rows)
 
 
-def analyze(directory: Path, store: Store, recompute: bool = True) -> list[dict]:
-    """Per-trial metrics (recomputed from samples if asked), the aggregate with CIs, and metrics.csv."""
+def analyze(directory: Path, store: Store) -> list[dict]:
+    """Per-trial metrics (from the stored samples), the aggregate with CIs, and metrics.csv."""
     cfg = settings(directory)
-    if recompute:
-        for t in store.trials("ok"):
-            analyze_trial(store, t, cfg)
-    rows = aggregate([r for r in store.trial_metric_rows()])
+    for t in store.trials("ok"):
+        analyze_trial(store, t, cfg)
+    rows = aggregate(store.trial_metric_rows())
     rows += not_measured(store)
     rows.sort(key=lambda r: (r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]))
     store.set_metrics(rows)

@@ -10,22 +10,20 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Callable
 
 from .. import runtimes
 from ..cgroups import CgroupHost, Limits, detect
-from ..doctor.calibrate import HOME
 from ..load import CpuStress, LoadGenerator, RampController, Step, plan_steps
 from ..load.ramp import check_failures
 from ..metrics import StepWindow
+from ..paths import DATA
 from ..planner import TrialPlan
 from ..probes import BpftraceProbes, CgroupSampler, Sample, Target
 from ..runtimes import ContainerSpec, RuntimeError_, signals_deferred
 from ..spec import Spec
 from ..store import TrialRecord
 
-DATA = HOME / "data"  # per-tenant data directories live on the experiment device
 TENANTS = ("abiding", "disruptive")
 
 
@@ -50,6 +48,13 @@ def generator_for(resource: str, capacity: dict) -> LoadGenerator:
     raise ValueError(f"resource {resource!r} not supported")
 
 
+def failed_trial(tp: TrialPlan, reason: str, capacity: dict, facts: dict) -> TrialResult:
+    """The record of a trial that did not (or could not) run; run_trial starts from one too."""
+    now = time.time()
+    return TrialResult(TrialRecord(tp.id, tp.runtime, tp.scenario.name, tp.resource, tp.repetition, "failed",
+                                   reason, now, now, tp.scenario.model_dump(), capacity, facts))
+
+
 def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
               host: CgroupHost | None = None, on_step: Callable[[Step], None] | None = None) -> TrialResult:
     host = host or detect()
@@ -57,9 +62,8 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
     sc = tp.scenario
     period = spec.trial.bucket_ms / 1000
     uid = uuid.uuid4().hex[:8]
-    rec = TrialRecord(tp.id, tp.runtime, sc.name, tp.resource, tp.repetition, "failed", "", time.time(), 0.0,
-                      sc.model_dump(), capacity, facts)
-    result = TrialResult(rec)
+    result = failed_trial(tp, "", capacity, facts)
+    rec = result.record
     containers: dict[str, runtimes.Container] = {}
     data_dirs = {t: DATA / f"{runtimes.NAME_PREFIX}{uid}-{t}" for t in TENANTS}
     probes: list = []
@@ -76,7 +80,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
             probes.append(BpftraceProbes(targets, period, clock0).start())
         for p in probes:
             result.events += [(0.0, "", "probe-missing", why) for why in p.problems]
-        rec.facts["probes"] = {"attached": [a for p in probes for a in getattr(p, "attached", [p.source])],
+        rec.facts["probes"] = {"attached": [a for p in probes for a in p.attached],
                                "missing": [why for p in probes for why in p.problems]}
         plan = plan_steps(sc.abiding_level, sc.disruptive_level, spec.trial.baseline_s, spec.trial.steps,
                           spec.trial.step_s)
@@ -90,7 +94,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
             mid = (r.t_start + r.t_end) / 2
             for tenant, values in r.guest.items():
                 result.samples += [Sample(mid, tenant, "load", q, v) for q, v in values.items()]
-            result.events += [(r.t_end, f.split(":")[0], "load-failed", f) for f in r.failures]
+            result.events += [(r.t_end, tenant, "load-failed", what) for tenant, what in r.failures]
         result.events += [(s.t, s.tenant, "oom-kill", f"{int(s.value)} process(es) killed")
                           for s in result.samples if s.quantity == "oom_kill" and s.value > 0]
         check_failures(records)

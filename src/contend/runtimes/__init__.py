@@ -35,7 +35,7 @@ def availability(rt: Runtime, try_run: bool = True) -> Availability:
     """Is the runtime there, which version, and does it really run a container here (and if not, why)."""
     a = Availability(rt.name, rt.found(), rt.version() if rt.found() else "")
     if isinstance(rt, Kata):
-        a.runs, a.reason = False, rt.missing() or "driver for kata not supported on this host"
+        a.runs, a.reason = False, rt.why_not()
         return a
     if isinstance(rt, Engine):
         ok, why = rt.engine_running()
@@ -48,7 +48,6 @@ def availability(rt: Runtime, try_run: bool = True) -> Availability:
     if not try_run:
         return a
     spec = ContainerSpec(f"doctor-{rt.name}-{uuid.uuid4().hex[:6]}")
-    c = None
     try:
         c = rt.create(spec)
         p = rt.run(c, ["/usr/bin/true"], timeout=30)
@@ -58,8 +57,5 @@ def availability(rt: Runtime, try_run: bool = True) -> Availability:
         a.runs, a.reason = False, str(e)[:300]
     finally:
         with signals_deferred():
-            if c is not None:
-                rt.delete(c)
-            else:
-                rt.remove_leftover(spec.name)
+            rt.remove_leftover(spec.name)
     return a

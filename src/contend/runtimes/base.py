@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect
+from ..paths import STATE  # noqa: F401  (re-exported: runtimes keep their state below it)
 
-STATE = Path(os.environ.get("CONTEND_STATE", "/run/contend"))  # everything transient contend makes
 NAME_PREFIX = "contend-"
 
 
@@ -75,15 +75,8 @@ class ContainerSpec:
 @dataclass
 class Container:
     name: str
-    runtime: str
     cgroup: Cgroup
     tracking: V2Cgroup | None
-    bundle: Path | None = None
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def cgroup_relpath(self) -> str:
-        return self.cgroup.relpath
 
 
 @dataclass
@@ -109,25 +102,46 @@ class Runtime(ABC):
     @abstractmethod
     def version(self) -> str: ...
 
-    # -- lifecycle
+    # -- lifecycle: what each runtime implements
     @abstractmethod
-    def create(self, spec: ContainerSpec) -> Container:
+    def _start(self, spec: ContainerSpec) -> Container:
         """Create and start the container; its init process runs spec.command."""
 
     @abstractmethod
-    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
-        """Start argv inside the container; returns the host-side client process."""
+    def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
+        """The host command that runs argv inside the container."""
 
     @abstractmethod
-    def delete(self, c: Container) -> None:
-        """Stop (kill) and remove the container and everything it made. Idempotent."""
+    def _remove(self, name: str) -> None:
+        """Kill and remove a container of this runtime by name, and everything it made. Idempotent."""
 
     @abstractmethod
     def leftovers(self) -> list[str]:
         """Names of containers of this runtime that contend created and that still exist."""
 
-    @abstractmethod
-    def remove_leftover(self, name: str) -> None: ...
+    # -- lifecycle: shared by all runtimes
+    def create(self, spec: ContainerSpec) -> Container:
+        """Create and start a container; on any failure (Ctrl-C included) nothing of it is left."""
+        LIVE[spec.name] = self
+        try:
+            return self._start(spec)
+        except BaseException:
+            with signals_deferred():
+                self.remove_leftover(spec.name)
+            raise
+
+    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
+        """Start argv inside the container; returns the host-side client process."""
+        popen.setdefault("stdin", subprocess.DEVNULL)
+        popen.setdefault("start_new_session", True)  # contend, not the terminal, ends what it started
+        return subprocess.Popen(self.exec_argv(c, argv), **popen)
+
+    def delete(self, c: Container) -> None:
+        self.remove_leftover(c.name)
+
+    def remove_leftover(self, name: str) -> None:
+        self._remove(name)
+        LIVE.pop(name, None)
 
     # -- shared helpers
     def run(self, c: Container, argv: list[str], timeout: float | None = 60) -> subprocess.CompletedProcess:
@@ -154,7 +168,7 @@ class Runtime(ABC):
         v1 cgroups only. Processes move with their future children; already-forked ones move here.
         """
         t = c.tracking
-        if t is None or t.root == getattr(c.cgroup, "root", None):
+        if t is None or t.dir in c.cgroup.dirs():
             return  # v2: the container cgroup is its own tracking cgroup
         if not t.dir.exists():
             t.create()

@@ -12,7 +12,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from .base import LIVE, NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check
+from .base import NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check
 from .rootfs import CAPS, DIRS, USR_LINKS, host_binds
 
 IMAGE = "contend/hostfs:1"
@@ -69,7 +69,7 @@ class Engine(Runtime):
         check([self.binary, "import", "-", IMAGE], f"{self.binary} import", input=rootfs_tarball(), text=False,
               stdin=subprocess.PIPE)
 
-    def create(self, spec: ContainerSpec) -> Container:
+    def _start(self, spec: ContainerSpec) -> Container:
         self.ensure_image()
         lim = spec.limits
         args = [self.binary, "run", "-d", "--name", spec.name, "--hostname", spec.name, "--label", "contend=1",
@@ -97,21 +97,14 @@ class Engine(Runtime):
             args += ["-v", f"{src}:{src}:ro"]
         if spec.data_dir is not None:
             args += ["-v", f"{spec.data_dir}:/data"]
-        LIVE[spec.name] = self
         cid = check(args + [IMAGE, *spec.command], f"{self.name} run {spec.name}").stdout.strip()
-        cg, tracking = self.cgroups_for(cid)
-        c = Container(spec.name, self.name, cg, tracking, extra={"id": cid})
+        cg, tracking = self.cgroups_for(cid)  # the engine names cgroups by container id
+        c = Container(spec.name, cg, tracking)
         self.track(c)
         return c
 
-    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
-        popen.setdefault("stdin", subprocess.DEVNULL)
-        popen.setdefault("start_new_session", True)
-        return subprocess.Popen([self.binary, "exec", c.name, *argv], **popen)
-
-    def delete(self, c: Container) -> None:
-        self.remove_leftover(c.name)
-        self.forget_cgroups(c.extra["id"])
+    def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
+        return [self.binary, "exec", c.name, *argv]
 
     def leftovers(self) -> list[str]:
         if not self.found() or not self.engine_running()[0]:
@@ -120,9 +113,11 @@ class Engine(Runtime):
                            capture_output=True, text=True)
         return sorted(n for n in p.stdout.split() if n.startswith(NAME_PREFIX))
 
-    def remove_leftover(self, name: str) -> None:
+    def _remove(self, name: str) -> None:
+        p = subprocess.run([self.binary, "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True)
         subprocess.run([self.binary, "rm", "-f", name], capture_output=True, timeout=60)
-        LIVE.pop(name, None)
+        if p.returncode == 0:
+            self.forget_cgroups(p.stdout.strip())  # cgroups are named by id; contend's parents go with the last
         if not self.leftovers():
             self.remove_image()  # the last of contend's containers: leave no image behind either
 
@@ -149,21 +144,18 @@ class Kata(Runtime):
         p = subprocess.run([self.binary, "--version"], capture_output=True, text=True)
         return p.stdout.strip().splitlines()[0] if p.stdout else ""
 
-    def missing(self) -> str:
+    def why_not(self) -> str:
         need = [b for b in ("containerd", "ctr", self.binary) if shutil.which(b) is None]
-        return f"not installed: {', '.join(need)}" if need else ""
+        return f"not installed: {', '.join(need)}" if need else "contend has no containerd (ctr) driver for kata yet"
 
-    def create(self, spec: ContainerSpec) -> Container:
-        raise RuntimeError_(f"kata: {self.missing() or 'the ctr-based driver needs an image store; not supported on this host'}")
+    def _start(self, spec: ContainerSpec) -> Container:
+        raise RuntimeError_(f"kata: {self.why_not()}")
 
-    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
+    def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
         raise RuntimeError_("kata: not available")
-
-    def delete(self, c: Container) -> None:
-        return None
 
     def leftovers(self) -> list[str]:
         return []
 
-    def remove_leftover(self, name: str) -> None:
+    def _remove(self, name: str) -> None:
         return None

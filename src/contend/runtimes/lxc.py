@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..cgroups import Limits
-from .base import LIVE, NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, signals_deferred
+from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check
 from .rootfs import CAPS, host_binds, make_rootfs
 
 
@@ -79,24 +79,18 @@ class Lxc(Runtime):
         lines.append(("lxc.environment", "HOME=/tmp"))
         return "".join(f"{k} = {v}\n" for k, v in lines)
 
-    def create(self, spec: ContainerSpec) -> Container:
-        LIVE[spec.name] = self
+    def _start(self, spec: ContainerSpec) -> Container:
         cg, tracking = self.cgroups_for(spec.name)
         cdir = self.lxcpath / spec.name
         cdir.mkdir(parents=True, exist_ok=True)
         rootfs = make_rootfs(cdir / "rootfs")
         (cdir / "config").write_text(self.config(spec, rootfs, cg.relpath))
-        c = Container(spec.name, self.name, cg, tracking, cdir)
-        try:
-            check([self.binary, "-n", spec.name, "-P", str(self.lxcpath), "-f", str(cdir / "config"),
-                   "-o", str(cdir / "lxc.log"), "-l", "ERROR", "-d", "--", *spec.command],
-                  f"lxc-execute {spec.name}", stdin=subprocess.DEVNULL)
-            self._wait_running(spec.name)
-            self.track(c)
-        except BaseException:
-            with signals_deferred():
-                self.delete(c)
-            raise
+        c = Container(spec.name, cg, tracking)
+        check([self.binary, "-n", spec.name, "-P", str(self.lxcpath), "-f", str(cdir / "config"),
+               "-o", str(cdir / "lxc.log"), "-l", "ERROR", "-d", "--", *spec.command],
+              f"lxc-execute {spec.name}", stdin=subprocess.DEVNULL)
+        self._wait_running(spec.name)
+        self.track(c)
         return c
 
     def _wait_running(self, name: str, timeout: float = 15) -> None:
@@ -111,25 +105,19 @@ class Lxc(Runtime):
         tail = log.read_text().strip().splitlines()[-1:] if log.exists() else []
         raise RuntimeError_(f"lxc {name}: not running after {timeout}s {' '.join(tail)}")
 
-    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
-        popen.setdefault("stdin", subprocess.DEVNULL)
-        popen.setdefault("start_new_session", True)  # contend, not the terminal, ends what it started
-        return subprocess.Popen(["lxc-attach", "-n", c.name, "-P", str(self.lxcpath), "--clear-env",
-                                 "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp", "--",
-                                 # lxc-attach keeps the caller's cwd (or /, read-only here): start in /tmp
-                                 "/bin/sh", "-c", 'cd /tmp && exec "$@"', "sh", *argv], **popen)
-
-    def delete(self, c: Container) -> None:
-        self.remove_leftover(c.name)
+    def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
+        return ["lxc-attach", "-n", c.name, "-P", str(self.lxcpath), "--clear-env",
+                "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp", "--",
+                # lxc-attach keeps the caller's cwd (or /, read-only here): start in /tmp
+                "/bin/sh", "-c", 'cd /tmp && exec "$@"', "sh", *argv]
 
     def leftovers(self) -> list[str]:
         if not self.lxcpath.is_dir():
             return []
         return sorted(d.name for d in self.lxcpath.iterdir() if d.name.startswith(NAME_PREFIX))
 
-    def remove_leftover(self, name: str) -> None:
+    def _remove(self, name: str) -> None:
         subprocess.run(["lxc-stop", "-n", name, "-P", str(self.lxcpath), "-k"], capture_output=True, timeout=30)
         self.forget_cgroups(name)
         self.forget_cgroups(name + "-monitor")  # lxc's monitor process has a cgroup of its own
         shutil.rmtree(self.lxcpath / name, ignore_errors=True)
-        LIVE.pop(name, None)

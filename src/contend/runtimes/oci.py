@@ -5,8 +5,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .base import (LIVE, NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, run_atomic,
-                   signals_deferred)
+from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, run_atomic
 from .rootfs import oci_config, write_bundle
 
 BUNDLES = STATE / "bundles"
@@ -29,40 +28,29 @@ class OciRuntime(Runtime):
     def bundle_dir(self, name: str) -> Path:
         return BUNDLES / name
 
-    def create(self, spec: ContainerSpec) -> Container:
-        LIVE[spec.name] = self
+    def _start(self, spec: ContainerSpec) -> Container:
         cg, tracking = self.cgroups_for(spec.name)
         bundle = self.bundle_dir(spec.name)
         write_bundle(bundle, oci_config(spec.name, spec.command, spec.limits, cg.relpath, spec.data_dir,
                                         spec.network))
         self.root.mkdir(parents=True, exist_ok=True)
-        c = Container(spec.name, self.name, cg, tracking, bundle)
+        c = Container(spec.name, cg, tracking)
         log = bundle / "init.log"
-        try:
-            # the container's init inherits these fds: a pipe would keep us waiting for its EOF
-            with open(log, "w") as out:
-                p = run_atomic(self.cli("create", "--bundle", str(bundle), spec.name),
-                               stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-            if p.returncode != 0:
-                lines = log.read_text().strip().splitlines()
-                raise RuntimeError_(f"{self.name} create {spec.name}: {lines[-1] if lines else p.returncode}")
-            self.track(c)
-            check(self.cli("start", spec.name), f"{self.name} start {spec.name}")
-        except BaseException:
-            with signals_deferred():
-                self.delete(c)
-            raise
+        # the container's init inherits these fds: a pipe would keep us waiting for its EOF
+        with open(log, "w") as out:
+            p = run_atomic(self.cli("create", "--bundle", str(bundle), spec.name),
+                           stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+        if p.returncode != 0:
+            lines = log.read_text().strip().splitlines()
+            raise RuntimeError_(f"{self.name} create {spec.name}: {lines[-1] if lines else p.returncode}")
+        self.track(c)
+        check(self.cli("start", spec.name), f"{self.name} start {spec.name}")
         return c
 
     exec_args: list[str] = []
 
-    def exec(self, c: Container, argv: list[str], **popen) -> subprocess.Popen:
-        popen.setdefault("stdin", subprocess.DEVNULL)
-        popen.setdefault("start_new_session", True)  # contend, not the terminal, ends what it started
-        return subprocess.Popen(self.cli("exec", *self.exec_args, c.name, *argv), **popen)
-
-    def delete(self, c: Container) -> None:
-        self.remove_leftover(c.name)
+    def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
+        return self.cli("exec", *self.exec_args, c.name, *argv)
 
     def leftovers(self) -> list[str]:
         names: set[str] = set()
@@ -83,7 +71,7 @@ class OciRuntime(Runtime):
             return []
         return [d for d in self.root.iterdir() if self.state_owner(d.name) == name]
 
-    def remove_leftover(self, name: str) -> None:
+    def _remove(self, name: str) -> None:
         subprocess.run(self.cli("kill", name, "KILL"), capture_output=True)
         subprocess.run(self.cli("delete", "--force", name), capture_output=True, timeout=60)
         self.forget_cgroups(name)
@@ -92,9 +80,7 @@ class OciRuntime(Runtime):
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
-        LIVE.pop(name, None)
-        bundle = self.bundle_dir(name)
-        shutil.rmtree(bundle, ignore_errors=True)
+        shutil.rmtree(self.bundle_dir(name), ignore_errors=True)
 
 
 class Runc(OciRuntime):
@@ -126,6 +112,6 @@ class Runsc(OciRuntime):
     binary = "runsc"
     global_args = ["--platform=ptrace"]
 
-    def create(self, spec: ContainerSpec) -> Container:
+    def _start(self, spec: ContainerSpec) -> Container:
         self.global_args = ["--platform=ptrace", "--network=host" if spec.network else "--network=none"]
-        return super().create(spec)
+        return super()._start(spec)

@@ -9,7 +9,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 SUPPORTED_RESOURCES = ("cpu",)  # memory, disk, network: the scenario engine issue
-ALL_RESOURCES = ("cpu", "memory", "disk", "network")
 
 
 class SpecError(Exception):
