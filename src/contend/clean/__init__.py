@@ -30,6 +30,14 @@ class Leftover:
         return f"{self.kind} {self.name}"
 
 
+def _subdirs(d: Path) -> list[Path]:
+    """Directories in d; [] when d (or one of them) vanishes meanwhile (a runtime finishing its teardown)."""
+    try:
+        return sorted(p for p in d.iterdir() if p.is_dir())
+    except OSError:
+        return []
+
+
 def _remove_cgroup(host: CgroupHost, relpath: str) -> None:
     """A container's cgroup in every hierarchy, its tracking cgroup included: processes killed, dirs gone."""
     for g in (host.cgroup(relpath), host.tracking(relpath)):
@@ -49,13 +57,12 @@ def find(host: CgroupHost | None = None) -> list[Leftover]:
         if isinstance(rt, runtimes.Engine) and rt.engine_running()[0] and rt.image_exists():
             found.append(Leftover(f"{rt.name} image", runtimes.engine.IMAGE, rt.remove_image))
     roots = [r for r in host.roots() if r.is_dir()]
-    names = sorted({d.name for r in roots for d in r.iterdir() if d.is_dir()})
+    names = sorted({d.name for r in roots for d in _subdirs(r)})
     found += [Leftover("cgroup", f"{PREFIX}/{n}", partial(_remove_cgroup, host, f"{PREFIX}/{n}")) for n in names]
     found += [Leftover("cgroup", str(r), partial(remove_tree, r)) for r in roots]
     for base in (STATE / "bundles", DATA):  # a runtime's own state: its leftovers() above
-        if base.is_dir():
-            found += [Leftover("directory", str(d), partial(shutil.rmtree, d, True))
-                      for d in sorted(base.iterdir()) if d.name.startswith(NAME_PREFIX)]
+        found += [Leftover("directory", str(d), partial(shutil.rmtree, d, True))
+                  for d in _subdirs(base) if d.name.startswith(NAME_PREFIX)]
     found += _netns() + _links()
     return found
 

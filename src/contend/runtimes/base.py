@@ -188,6 +188,14 @@ class Runtime(ABC):
                 cg.remove()
 
 
+def entries(d: Path) -> list[Path]:
+    """What d holds, [] if it is not there (or vanishes while listed: a runtime finishing its teardown)."""
+    try:
+        return sorted(d.iterdir())
+    except OSError:
+        return []
+
+
 def run_atomic(cmd: list[str], timeout: float = 60, input=None, **kw) -> subprocess.CompletedProcess:
     """Run a runtime command to its end even if Ctrl-C or SIGTERM arrives meanwhile (raised afterwards).
 

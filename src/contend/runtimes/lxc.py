@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..cgroups import Limits
-from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check
+from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries
 from .rootfs import CAPS, host_binds, make_rootfs
 
 
@@ -112,12 +112,12 @@ class Lxc(Runtime):
                 "/bin/sh", "-c", 'cd /tmp && exec "$@"', "sh", *argv]
 
     def leftovers(self) -> list[str]:
-        if not self.lxcpath.is_dir():
-            return []
-        return sorted(d.name for d in self.lxcpath.iterdir() if d.name.startswith(NAME_PREFIX))
+        return [d.name for d in entries(self.lxcpath) if d.name.startswith(NAME_PREFIX)]
 
     def _remove(self, name: str) -> None:
         subprocess.run(["lxc-stop", "-n", name, "-P", str(self.lxcpath), "-k"], capture_output=True, timeout=30)
+        # lxc-execute's monitor tears down on its own after the stop, racing with us: kill it (and its cgroup)
+        # first, then the container's, and only then remove the files it could still write
+        self.forget_cgroups(name + "-monitor")
         self.forget_cgroups(name)
-        self.forget_cgroups(name + "-monitor")  # lxc's monitor process has a cgroup of its own
         shutil.rmtree(self.lxcpath / name, ignore_errors=True)

@@ -5,7 +5,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, run_atomic
+from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries, run_atomic
 from .rootfs import oci_config, write_bundle
 
 BUNDLES = STATE / "bundles"
@@ -57,7 +57,7 @@ class OciRuntime(Runtime):
         if self.root.is_dir():
             p = subprocess.run(self.cli("list", "-q"), capture_output=True, text=True)
             names.update(n for n in p.stdout.split() if n.startswith(NAME_PREFIX))
-            names.update(self.state_owner(d.name) for d in self.root.iterdir() if d.name.startswith(NAME_PREFIX))
+            names.update(self.state_owner(d.name) for d in entries(self.root) if d.name.startswith(NAME_PREFIX))
         return sorted(names)
 
     @staticmethod
@@ -67,9 +67,7 @@ class OciRuntime(Runtime):
         return entry.split("_sandbox:")[0]
 
     def state_entries(self, name: str) -> list[Path]:
-        if not self.root.is_dir():
-            return []
-        return [d for d in self.root.iterdir() if self.state_owner(d.name) == name]
+        return [d for d in entries(self.root) if self.state_owner(d.name) == name]
 
     def _remove(self, name: str) -> None:
         subprocess.run(self.cli("kill", name, "KILL"), capture_output=True)
