@@ -1,66 +1,90 @@
 """What do contend's host probes cost the workload they watch?
 
-One runc container, without limits, runs stress-ng on every CPU for
-`--seconds` per run, under three probe settings, interleaved `--rounds` times (the machine is shared and noisy:
-side by side in one run, never against a number from another day). Prints bogo ops/s per setting and the
-ratio to "no probes".
+One runc container, without limits, runs a CPU benchmark (stress-ng matrixprod on every CPU) and a disk
+benchmark (fio 4k random reads, direct I/O, iodepth 32, unthrottled) for `--seconds` per run, with no probes
+and with all of them (cgroup sampler + every bpftrace probe: cpu, block, memory, net), interleaved A/B
+`--rounds` times (the machine is shared and noisy: side by side in one run, never against a number from
+another day). Prints each setting's median and the ratio all/none per workload.
 
-    sudo .venv/bin/python bench/probe_overhead.py [--seconds 5] [--rounds 3]
+    sudo .venv/bin/python bench/probe_overhead.py [--seconds 5] [--rounds 5]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import uuid
 from functools import partial
 
+from contend.paths import DATA
 from contend.probes import BpftraceProbes, CgroupSampler, Target
 from contend.runtimes import ContainerSpec, get
 
-SETTINGS = ("none", "cgroup", "cgroup+ebpf")
+SETTINGS = ("none", "all")
 
 
-def one(rt, c, setting: str, seconds: float) -> float:
+def cpu_work(rt, c, seconds: float) -> float:
+    p = rt.run(c, ["stress-ng", "--cpu", str(os.cpu_count()), "--cpu-method", "matrixprod",
+                   "--timeout", f"{seconds}s", "--metrics-brief", "--yaml", "/tmp/b.yaml"], timeout=seconds + 60)
+    if p.returncode != 0:
+        sys.exit(f"stress-ng failed: {p.stderr}")
+    y = rt.run(c, ["cat", "/tmp/b.yaml"]).stdout
+    return float(next(ln.split(":")[1] for ln in y.splitlines() if "bogo-ops-per-second-real-time" in ln))
+
+
+def disk_work(rt, c, seconds: float) -> float:
+    p = rt.run(c, ["fio", "--name=b", "--filename=/data/bench.fio", "--size=512M", "--direct=1",
+                   "--ioengine=libaio", "--iodepth=32", "--bs=4k", "--rw=randread", "--time_based",
+                   f"--runtime={seconds:g}", "--output-format=json"], timeout=seconds + 120)
+    if p.returncode != 0:
+        sys.exit(f"fio failed: {p.stderr}")
+    return json.loads(p.stdout)["jobs"][0]["read"]["iops"]
+
+
+WORKLOADS = {"cpu (bogo ops/s)": cpu_work, "fio 4k randread (IOPS)": disk_work}
+
+
+def one(rt, c, setting: str, work, seconds: float) -> float:
     target = [Target("t", c.cgroup, c.tracking, partial(rt.track, c))]
     probes = []
-    if setting != "none":
+    if setting == "all":
         probes.append(CgroupSampler(target, 0.1).start())
-    if setting == "cgroup+ebpf":
         probes.append(BpftraceProbes(target, 0.1).start())
     try:
-        p = rt.run(c, ["stress-ng", "--cpu", str(os.cpu_count()), "--cpu-method", "matrixprod",
-                       "--timeout", f"{seconds}s", "--metrics-brief", "--yaml", "/tmp/b.yaml"], timeout=seconds + 60)
-        if p.returncode != 0:
-            sys.exit(f"stress-ng failed: {p.stderr}")
+        return work(rt, c, seconds)
     finally:
         for pr in probes:
             pr.stop()
-    y = rt.run(c, ["cat", "/tmp/b.yaml"]).stdout
-    return float(next(ln.split(":")[1] for ln in y.splitlines() if "bogo-ops-per-second-real-time" in ln))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     rt = get("runc")
-    c = rt.create(ContainerSpec(f"bench-{uuid.uuid4().hex[:6]}"))
-    results: dict[str, list[float]] = {s: [] for s in SETTINGS}
+    data = DATA / f"contend-bench-{uuid.uuid4().hex[:6]}"
+    data.mkdir(parents=True, exist_ok=True)
+    c = rt.create(ContainerSpec(f"bench-{uuid.uuid4().hex[:6]}", data_dir=data))
+    results = {(w, s): [] for w in WORKLOADS for s in SETTINGS}
     try:
         for r in range(args.rounds):
-            for s in SETTINGS:
-                results[s].append(one(rt, c, s, args.seconds))
-                print(f"round {r + 1} {s:12s} {results[s][-1]:9.1f} bogo ops/s", flush=True)
+            for w, work in WORKLOADS.items():
+                order = SETTINGS if r % 2 == 0 else SETTINGS[::-1]  # A/B, then B/A: no order bias
+                for s in order:
+                    results[(w, s)].append(one(rt, c, s, work, args.seconds))
+                    print(f"round {r + 1} {w:24s} {s:5s} {results[(w, s)][-1]:10.1f}", flush=True)
     finally:
         rt.delete(c)
-    base = statistics.median(results["none"])
-    print(f"\nmedian of {args.rounds} rounds, {args.seconds:g} s each, stress-ng on {os.cpu_count()} CPUs in runc:")
-    for s in SETTINGS:
-        m = statistics.median(results[s])
-        print(f"  {s:12s} {m:9.1f} bogo ops/s   ratio to none {m / base:.3f}")
+        import shutil
+        shutil.rmtree(data, ignore_errors=True)
+    print(f"\nmedian of {args.rounds} interleaved rounds, {args.seconds:g} s each, in one runc container:")
+    for w in WORKLOADS:
+        none, every = (statistics.median(results[(w, s)]) for s in SETTINGS)
+        print(f"  {w:24s} none {none:10.1f}   all probes {every:10.1f}   ratio {every / none:.3f}"
+              f"   overhead {100 * (1 - every / none):+.1f} %")
 
 
 if __name__ == "__main__":

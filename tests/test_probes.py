@@ -53,7 +53,8 @@ def test_cgroup_sampler_sees_the_quota_in_100ms_buckets(runc_tenant):
 def test_ebpf_attributes_cpu_and_block_io_to_the_container(runc_tenant):
     require("bpftrace")
     rt, c = runc_tenant
-    probes = BpftraceProbes([Target("t", c.cgroup, c.tracking, partial(rt.track, c))], period=0.1).start()
+    probes = BpftraceProbes([Target("t", c.cgroup, c.tracking, partial(rt.track, c))], period=0.1,
+                            wanted=("cpu", "block")).start()
     assert probes.attached == ["cpu", "block"], probes.problems
     t0 = time.monotonic()
     # 50 direct 1 MiB writes (DESIGN §5's check), then a second of spinning under the 0.5 quota

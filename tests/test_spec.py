@@ -39,6 +39,12 @@ def test_presets_validate(preset):
     ({"scenarios": ["harmony", "harmonie"]}, "spec.yaml: scenarios[1]: unknown scenario 'harmonie'"),
     ({"resources": []}, "spec.yaml: resources: must have at least 1 item"),
     ({"resources": ["gpu"]}, "spec.yaml: resources[0]: must be one of"),
+    ({"resources": ["cpu", "disk", "cpu"]}, "spec.yaml: resources[2]: resource 'cpu' given twice"),
+    ({"trial": {"steps": 0}}, "spec.yaml: trial.steps: must be > 0"),
+    ({"scenarios": [{"name": "x", "w_a": 1, "l_a": 0.5, "w_d": 1, "l_d": 1.2}]},
+     "spec.yaml: scenarios[0].l_d: must be <= 1"),
+    ({"capacity": {"memory_bytes": 1000}}, "spec.yaml: capacity.memory_bytes: must be >= 67108864"),
+    ({"quick": {"trial": {"steps": 0}}}, "spec.yaml: quick.trial.steps: must be > 0"),
 ])
 def test_malformed_spec_is_one_clear_line_and_exit_2(tmp_path, change, expected):
     doc = {**GOOD, **change}
@@ -68,6 +74,20 @@ def test_standard_scenarios_are_volpert_table_1():
         "harmony": (1.0, 0.5, 1.0, 0.5), "escape": (1.0, 0.5, 1.5, 0.5),
         "overcommit": (1.0, 0.5, 1.0, 0.75), "steal": (0.5, 0.5, 1.0, 0.75)}
     assert STANDARD["escape"].disruptive_level == pytest.approx(0.75)
+
+
+def test_quick_replaces_repetitions_trial_and_capacity():
+    spec = load(ROOT / "presets" / "volpert-icpe24.yaml")
+    q = spec.quickened()
+    assert spec.repetitions == 10 and q.repetitions == 1 and q.name == "volpert-icpe24-quick"
+    assert q.trial == spec.quick.trial and q.capacity == spec.quick.capacity
+    assert q.resources == ["cpu", "memory", "disk", "network"] and q.runtimes == spec.runtimes
+
+
+def test_memory_overcommit_is_planned_but_not_run():
+    spec = load(ROOT / "presets" / "volpert-icpe24.yaml")
+    skipped = {(t.scenario.name, t.resource) for t in plan(spec) if t.not_run}
+    assert skipped == {("overcommit", "memory")}
 
 
 def test_planner_puts_repetitions_outermost():

@@ -61,7 +61,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the facts a
     from .paths import DATA
     if calibrate:
         need_root("doctor --calibrate")
-        with console.status("calibrating: CPU (3 s), disk (2 × 5 s fio), memory"):
+        with console.status("calibrating: CPU (3 s), disk (3 × 5 s fio), memory"):
             do_calibrate(disk_dir or DATA)
         if not as_json:
             console.print(f"capacity saved to {CAPACITY_FILE}")
@@ -111,6 +111,7 @@ def _print_facts(f: dict) -> None:
         parts = [f"{cap.get('cpus')} CPUs × {cap.get('cpu_bogo_ops_s_per_cpu', 0):.0f} bogo ops/s"]
         if "disk_read_iops" in cap:
             parts.append(f"disk {cap['disk_device']}: {cap['disk_read_iops']:.0f} 4k read IOPS, "
+                         f"{cap.get('disk_write_iops', 0):.0f} 4k write IOPS, "
                          f"{cap['disk_write_bw_bytes_s'] / 1e6:.0f} MB/s write")
         if "memory_bytes" in cap:
             parts.append(f"memory {cap['memory_bytes'] / 2**30:.1f} GiB")
@@ -126,6 +127,9 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
                                            help="Results directory (default results/<name>-<time>)."),
         repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", min=1,
                                                   help="Override the spec's repetitions."),
+        quick: bool = typer.Option(False, "--quick",
+                                   help="A scaled-down pass of the whole matrix: the spec's `quick` section "
+                                        "(repetitions, trial lengths, capacity) replaces the study's."),
         as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON at the end.")):
     """Run an experiment: every runtime × scenario × resource × repetition of SPEC, then metrics, table
     and report. Ctrl-C stops after cleaning up; finished trials are kept."""
@@ -134,6 +138,8 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
         spec = load(spec_path)
     except SpecError as e:
         fail(str(e))
+    if quick:
+        spec = spec.quickened()
     if repetitions is not None:
         spec = spec.model_copy(update={"repetitions": repetitions})
     need_root("contend run")
@@ -162,7 +168,7 @@ def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results 
     except Exception as e:  # duckdb: not a database, locked by a running study
         fail(f"{directory}: cannot open the store: {str(e).splitlines()[0]}")
     with store:
-        written = rep.refresh(directory, store, title=str(directory))
+        written = rep.refresh(directory, store, title=str(directory), width=console.width)
     console.print(written.table)
     console.print(f"report: {written.path}")
 

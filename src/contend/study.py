@@ -15,9 +15,9 @@ from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn, 
 
 from . import report as rep
 from .cgroups import detect
-from .doctor import ensure_cpu_capacity, facts
+from .doctor import ensure_capacity, facts
 from .planner import TrialPlan, plan, trial_seconds
-from .runner import failed_trial, run_trial
+from .runner import failed_trial, run_trial, trial_capacity
 from .spec import Spec
 from .store import Store
 
@@ -44,19 +44,24 @@ class Study:
             with con.status("looking at this host (a container per runtime)"):
                 host_facts = facts(try_runtimes=True, try_probes=False)
             (self.dir / "host.json").write_text(json.dumps(host_facts, indent=2))
-            capacity = ensure_cpu_capacity(say=lambda s: con.print(s, highlight=False))
+            capacity = trial_capacity(ensure_capacity(spec.resources, say=lambda s: con.print(s, highlight=False)),
+                                      spec)
             runnable = {r["name"]: r for r in host_facts["runtimes"]}
             host = detect()
+            # the ETA counts the trials that will run: cells not run and absent runtimes take no time
+            cost = [0.0 if tp.not_run or not runnable.get(tp.runtime, {"runs": True})["runs"] else per_trial
+                    for tp in trials]
+            done = [sum(cost[:i]) for i in range(len(trials) + 1)]
             con.print(f"[bold]{spec.name}[/bold]: {len(trials)} trials "
                       f"({', '.join(spec.runtimes)} × {', '.join(s.name for s in spec.resolved_scenarios())} × "
                       f"{', '.join(spec.resources)} × {spec.repetitions} rep), about "
-                      f"{len(trials) * per_trial / 60:.1f} min; results in {self.dir}", highlight=False)
+                      f"{done[-1] / 60:.1f} min; results in {self.dir}", highlight=False)
             with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                           TextColumn("trial {task.fields[trial]}"), TimeElapsedColumn(),
                           TextColumn("ETA"), TimeRemainingColumn(), console=con) as bar:
-                task = bar.add_task("starting", total=len(trials) * per_trial, trial=f"0/{len(trials)}")
+                task = bar.add_task("starting", total=done[-1], trial=f"0/{len(trials)}")
                 for i, tp in enumerate(trials):
-                    done_before = i * per_trial
+                    done_before = done[i]
                     bar.update(task, completed=done_before, trial=f"{i + 1}/{len(trials)}",
                                description=f"{tp.runtime} {tp.scenario.name} {tp.resource} r{tp.repetition}")
 
@@ -69,11 +74,11 @@ class Study:
 
                     ok = self._trial(store, tp, capacity, host_facts, runnable, host, on_step)
                     failed += not ok
-                    bar.update(task, completed=(i + 1) * per_trial)
+                    bar.update(task, completed=done[i + 1])
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            written = rep.refresh(self.dir, store, title=f"{spec.name}: isolation metrics")
+            written = rep.refresh(self.dir, store, title=f"{spec.name}: isolation metrics", width=con.width)
             store.close()
         self.rows = written.rows
         con.print(written.table)
@@ -93,11 +98,14 @@ class Study:
         # each trial carries the host facts it rested on (resctl-bench's sysreqs, DESIGN §8)
         trial_facts = {"kernel": host_facts["host"]["kernel"], "cgroups": host_facts["cgroups"],
                        "runtime": avail or {}, "load_generators": host_facts["load_generators"]}
-        if avail is not None and not avail["runs"]:
-            result = failed_trial(tp, f"{tp.runtime} not available: {avail['reason']}", capacity, trial_facts)
+        if tp.not_run:
+            result = failed_trial(tp, tp.not_run, capacity, trial_facts, status="n/a")
+        elif avail is not None and not avail["runs"]:
+            result = failed_trial(tp, f"{tp.runtime} not available: {avail['reason']}", capacity, trial_facts,
+                                  status="n/a")
         else:
             result = run_trial(tp, self.spec, capacity, trial_facts, host, on_step)
         store.add_trial(result.record, result.steps, result.samples, result.events)
-        if result.record.status != "ok":
+        if result.record.status == "failed":
             self.console.print(f"[red]failed[/red] {tp.id}: {result.record.reason}", highlight=False)
-        return result.record.status == "ok"
+        return result.record.status != "failed"

@@ -52,6 +52,7 @@ class Stats:
     memory_events: dict[str, int] = field(default_factory=dict)  # max/oom/oom_kill hits
     io: dict[str, IoCounters] = field(default_factory=dict)  # by "MAJ:MIN"
     pressure: dict[str, float] = field(default_factory=dict)  # e.g. {"cpu.some.total_us": ...}
+    net_bytes: int | None = None  # what the tenant sent, from its veth's counter (network trials; not a cgroup's)
 
 
 class Cgroup(ABC):

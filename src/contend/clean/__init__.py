@@ -14,6 +14,7 @@ from typing import Callable
 
 from .. import runtimes
 from ..cgroups import PREFIX, CgroupHost, detect, remove_tree
+from ..network import remove_netns
 from ..paths import DATA, STATE
 from ..runtimes import NAME_PREFIX
 
@@ -72,8 +73,7 @@ def _netns() -> list[Leftover]:
         return []
     p = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
     names = [line.split()[0] for line in p.stdout.splitlines() if line.startswith(NAME_PREFIX)]
-    return [Leftover("network namespace", n, partial(subprocess.run, ["ip", "netns", "delete", n],
-                                                     capture_output=True)) for n in names]
+    return [Leftover("network namespace", n, partial(remove_netns, n)) for n in names]
 
 
 def _links() -> list[Leftover]:

@@ -58,7 +58,9 @@ def _fio(args: list[str]) -> dict:
 
 
 def disk_capacity(directory: Path, seconds: int = 5, size: str = "512M") -> dict:
-    """fio direct I/O on the experiment device: 4k random read IOPS and 1M sequential write bandwidth."""
+    """fio direct I/O on the experiment device: 4k random read IOPS, 4k random write IOPS of two writers
+    together (the disk scenarios' unit: what the two tenants of a trial can get at most) and 1M sequential
+    write bandwidth."""
     directory.mkdir(parents=True, exist_ok=True)
     f = directory / "contend-calibrate.fio"
     common = [f"--filename={f}", f"--size={size}", "--direct=1", "--ioengine=libaio", "--time_based",
@@ -66,10 +68,13 @@ def disk_capacity(directory: Path, seconds: int = 5, size: str = "512M") -> dict
     try:
         w = _fio(["--name=seqwrite", "--rw=write", "--bs=1M", "--iodepth=16", *common])
         r = _fio(["--name=randread", "--rw=randread", "--bs=4k", "--iodepth=32", *common])
+        # as many writers as a trial has tenants: one job at depth 32 leaves this virtio disk a third idle
+        rw = _fio(["--name=randwrite", "--rw=randwrite", "--bs=4k", "--iodepth=32", "--numjobs=2", *common])
     finally:
         f.unlink(missing_ok=True)
     return {"disk_device": device_of(directory), "disk_dir": str(directory),
-            "disk_read_iops": r["read"]["iops"], "disk_write_bw_bytes_s": w["write"]["bw_bytes"]}
+            "disk_read_iops": r["read"]["iops"], "disk_write_iops": rw["write"]["iops"],
+            "disk_write_bw_bytes_s": w["write"]["bw_bytes"]}
 
 
 def memory_capacity() -> dict:
@@ -89,12 +94,20 @@ def calibrate(disk_dir: Path = DATA, disk: bool = True) -> dict:
     return cap
 
 
-def ensure_cpu_capacity(say=print) -> dict:
-    """The run needs CPU capacity: measure it (3 s) when it was never calibrated on this host."""
+def ensure_capacity(resources: list[str] = ("cpu",), say=print) -> dict:
+    """The run needs the capacity of its resources: measure what was never calibrated on this host
+    (CPU 3 s; disk 15 s, only for disk trials)."""
     cap = load_capacity()
+    changed = False
     if cap.get("cpus") != os.cpu_count() or "cpu_bogo_ops_s_per_cpu" not in cap:
         say("no CPU calibration on this host yet: measuring it (3 s; `contend doctor --calibrate` does all)")
         cap.update(cpu_capacity())
+        changed = True
+    if "disk" in resources and ("disk_write_iops" not in cap or cap.get("disk_dir") != str(DATA)):
+        say(f"no disk calibration for {DATA} yet: measuring it (fio, 15 s)")
+        cap.update(disk_capacity(DATA))
+        changed = True
+    if changed:
         cap.setdefault("calibrated_at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         save_capacity(cap)
     return cap

@@ -50,7 +50,19 @@ class RampController:
         self.clock0 = clock0
 
     def run(self, plan: list[Step], on_step: Callable[[Step], None] | None = None) -> list[StepRecord]:
+        self.prepare()
         return [self.run_step(s, on_step) for s in plan]
+
+    def prepare(self, timeout: float = 300) -> None:
+        """The generator's setup in every tenant (before the clock's baseline starts)."""
+        argv = self.generator.prepare()
+        if argv is None:
+            return
+        for tenant, c in self.containers.items():
+            p = self.runtime.run(c, argv, timeout=timeout)
+            if p.returncode != 0:
+                last = (p.stderr or p.stdout or "").strip().splitlines()[-1:]
+                raise RuntimeError_(f"{tenant}: `{' '.join(argv[:2])}` setup exited {p.returncode} {' '.join(last)}")
 
     def run_step(self, step: Step, on_step: Callable[[Step], None] | None = None) -> StepRecord:
         if on_step:
@@ -65,7 +77,7 @@ class RampController:
                     continue
                 (self.data_dirs[tenant] / report).unlink(missing_ok=True)
                 procs[tenant] = self.runtime.exec(self.containers[tenant],
-                                                  self.generator.argv(level, step.seconds, f"/data/{report}"),
+                                                  self.generator.argv(level, step.seconds, f"/data/{report}", tenant),
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             for tenant, p in procs.items():
                 try:

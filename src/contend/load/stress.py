@@ -1,6 +1,7 @@
 """stress-ng as a rate-controlled load: a level (fraction of host capacity) becomes workers × duty cycle."""
 from __future__ import annotations
 
+import json
 import math
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -12,13 +13,25 @@ class LoadGenerator(ABC):
     resource: str = ""
 
     @abstractmethod
-    def argv(self, level: float, seconds: float, out: str) -> list[str]:
+    def argv(self, level: float, seconds: float, out: str, tenant: str = "") -> list[str]:
         """The command that applies `level` (fraction of the resource's host capacity) for `seconds`,
         writing its own report to `out` (a path inside the container)."""
 
     @abstractmethod
     def guest(self, report: Path) -> dict[str, float]:
         """What the workload itself reported (the guest view), read from the host side of `out`."""
+
+    def prepare(self) -> list[str] | None:
+        """A command run once in each tenant before the baseline (e.g. laying out a file), or None."""
+        return None
+
+
+def read_json(report: Path) -> dict:
+    try:
+        doc = json.loads(report.read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 class CpuStress(LoadGenerator):
@@ -35,7 +48,7 @@ class CpuStress(LoadGenerator):
         n = max(1, math.ceil(cpus - 1e-9))
         return n, max(1, min(100, round(100 * cpus / n)))
 
-    def argv(self, level: float, seconds: float, out: str) -> list[str]:
+    def argv(self, level: float, seconds: float, out: str, tenant: str = "") -> list[str]:
         n, pct = self.workers(level)
         return ["stress-ng", "--cpu", str(n), "--cpu-load", str(pct), "--cpu-method", self.method,
                 "--timeout", f"{seconds:g}s", "--metrics-brief", "--yaml", out]

@@ -15,6 +15,15 @@ VIEWS = {
     "cpu": (("host", "cgroup", "cpu", "cpus"),
             ("ebpf", "ebpf", "cpu", "cpus"),
             ("guest", "load", "bogo_ops_s", "cpu_bogo_ops_s")),
+    "memory": (("host", "cgroup", "mem_bytes", "memory_bytes"),
+               ("ebpf", "ebpf", "rss_bytes", "memory_bytes"),
+               ("guest", "load", "rss_bytes", "memory_bytes")),
+    "disk": (("host", "cgroup", "io_wios_s", "disk_write_iops"),
+             ("ebpf", "ebpf", "blk_ios_s", "disk_write_iops"),
+             ("guest", "load", "iops", "disk_write_iops")),
+    "network": (("host", "cgroup", "net_bytes_s", "network_bytes_s"),
+                ("ebpf", "ebpf", "net_bytes_s", "network_bytes_s"),
+                ("guest", "load", "bps", "network_bps")),
 }
 
 
@@ -54,10 +63,17 @@ class Samples:
 
 
 def capacity_of(resource: str, capacity: dict) -> dict[str, float]:
-    """Capacity keys per resource: for cpu, the number of CPUs and the bogo ops/s of a whole host."""
+    """What 100 % of the resource is, in each view's unit (a trial's capacity record holds the inputs)."""
     if resource == "cpu":
         cpus = float(capacity["cpus"])
         return {"cpus": cpus, "cpu_bogo_ops_s": float(capacity.get("cpu_bogo_ops_s_per_cpu", 0.0)) * cpus}
+    if resource == "memory":
+        return {"memory_bytes": float(capacity.get("memory_pool_bytes", 0.0))}
+    if resource == "disk":
+        return {"disk_write_iops": float(capacity.get("disk_write_iops", 0.0))}
+    if resource == "network":
+        bps = float(capacity.get("network_bps", 0.0))
+        return {"network_bps": bps, "network_bytes_s": bps / 8}
     raise KeyError(resource)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..spec import Scenario, Spec
+from ..spec import NOT_RUN, Scenario, Spec
 
 
 @dataclass(frozen=True)
@@ -12,6 +12,11 @@ class TrialPlan:
     scenario: Scenario
     resource: str
     repetition: int
+
+    @property
+    def not_run(self) -> str:
+        """Why this cell is not run at all ("" = it is run)."""
+        return NOT_RUN.get((self.resource, self.scenario.name), "")
 
     @property
     def id(self) -> str:

@@ -24,3 +24,4 @@ class Target:
     cgroup: Cgroup
     tracking: V2Cgroup | None = None
     sync: Callable[[], None] | None = None
+    netdev: str | None = None  # the host side of its veth, in a network trial

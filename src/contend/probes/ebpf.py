@@ -7,6 +7,7 @@ container's tracking cgroup in the unified tree (DESIGN §5).
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -24,9 +25,11 @@ TRACEFS = Path("/sys/kernel/tracing")
 class Probe:
     name: str
     tracepoint: str  # category:event that must exist
-    maps: dict[str, str]  # map name -> quantity it yields (per second)
+    maps: dict[str, str]  # map name -> quantity it yields (per second, or a level)
     scale: dict[str, float]
-    program: str
+    program: str  # {tenants}: a predicate true for the tenants' cgroups
+    key: str = "cgroup"  # what the maps are keyed by first: "cgroup" (v2 id) or "netdev" (interface name)
+    level: bool = False  # a level (kept, summed over the key's other fields), not a rate (cleared per bucket)
 
 
 CATALOGUE = (
@@ -40,6 +43,17 @@ CATALOGUE = (
     Probe("block", "block:block_io_start", {"blk_bytes": "blk_bytes_s", "blk_ios": "blk_ios_s"},
           {"blk_bytes": 1.0, "blk_ios": 1.0},
           "tracepoint:block:block_io_start { @blk_bytes[cgroup] = sum(args->bytes); @blk_ios[cgroup] = count(); }"),
+    # resident memory (file + anon + shmem pages; not swap entries) per process of a tenant, as its own
+    # tasks change it; the kernel's last updates at exit come from a context that is no longer the
+    # process's, so user space drops the entries of processes that are gone (key: cgroup, pid, member)
+    Probe("memory", "kmem:rss_stat", {"rss": "rss_bytes"}, {"rss": 1.0},
+          "tracepoint:kmem:rss_stat /args->curr && args->member != 2 && ({tenants})/"
+          " { @rss[cgroup, pid, args->member] = args->size; }", level=True),
+    # bytes a tenant sent, as its veth's host side receives them (Volpert used XDP there; bpftrace cannot
+    # attach XDP or tc programs, the receive tracepoint sees the same packets)
+    Probe("net", "net:netif_receive_skb", {"net_bytes": "net_bytes_s"}, {"net_bytes": 1.0},
+          "tracepoint:net:netif_receive_skb /strncmp(str(args->name), \"contend\", 7) == 0/"
+          " { @net_bytes[str(args->name)] = sum(args->len); }", key="netdev"),
 )
 
 
@@ -73,10 +87,10 @@ def probe_catalogue() -> list[tuple[str, bool, str]]:
     return out
 
 
-def script(probes: list[Probe], period_ms: int) -> str:
-    maps = [m for p in probes for m in p.maps]
-    body = "\n".join(p.program for p in probes)
-    prints = " ".join(f"print(@{m}); clear(@{m});" for m in maps)
+def script(probes: list[Probe], period_ms: int, tenant_ids: list[str] = ()) -> str:
+    tenants = " || ".join(f"cgroup == {i}" for i in tenant_ids) or "1"
+    body = "\n".join(p.program.replace("{tenants}", tenants) for p in probes)
+    prints = " ".join(f"print(@{m});" + ("" if p.level else f" clear(@{m});") for p in probes for m in p.maps)
     return f'{body}\ninterval:ms:{period_ms} {{ printf("tick %lld\\n", nsecs); {prints} }}\n'
 
 
@@ -91,7 +105,7 @@ class BpftraceProbes:
     source = "ebpf"
 
     def __init__(self, targets: list[Target], period: float = 0.1, clock0: float | None = None,
-                 wanted: tuple[str, ...] = ("cpu", "block"), catalogue: tuple[Probe, ...] = CATALOGUE):
+                 wanted: tuple[str, ...] = ("cpu", "block", "memory", "net"), catalogue: tuple[Probe, ...] = CATALOGUE):
         self.targets = targets
         self.period = period
         self.clock0 = time.monotonic() if clock0 is None else clock0
@@ -109,11 +123,12 @@ class BpftraceProbes:
         if not probes:
             return self
         self._ids = {str(t.tracking.inode()): t.tenant for t in self.targets if t.tracking is not None}
+        self._devs = {t.netdev: t.tenant for t in self.targets if t.netdev}
         missing = [t.tenant for t in self.targets if t.tracking is None]
         if missing:
             self.problems.append(f"no cgroup v2 id for {', '.join(missing)} (pure v1 host): not attributed")
         self._proc = subprocess.Popen(
-            ["bpftrace", "-f", "json", "-B", "line", "-e", script(probes, int(self.period * 1000))],
+            ["bpftrace", "-f", "json", "-B", "line", "-e", script(probes, int(self.period * 1000), list(self._ids))],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_raise_memlock,
             start_new_session=True)  # stopped by us, not by the terminal's Ctrl-C
         ready = threading.Event()
@@ -143,6 +158,7 @@ class BpftraceProbes:
     def _read(self, probes: list[Probe], ready: threading.Event) -> None:
         scale = {m: s for p in probes for m, s in p.scale.items()}
         quantity = {m: q for p in probes for m, q in p.maps.items()}
+        of = {m: p for p in probes for m in p.maps}
         last_tick: float | None = None
         stamp, dt = 0.0, self.period
         assert self._proc and self._proc.stdout
@@ -161,14 +177,16 @@ class BpftraceProbes:
                 last_tick = now
                 stamp = now - dt / 2 - self.clock0
             elif kind == "map":
-                for name, by_cgroup in msg["data"].items():
+                for name, by_key in msg["data"].items():
                     m = name.lstrip("@")
-                    if m not in quantity or not isinstance(by_cgroup, dict):
+                    if m not in quantity or not isinstance(by_key, dict):
                         continue
-                    for cid, tenant in self._ids.items():  # a tenant absent from a map used nothing
-                        value = by_cgroup.get(cid, 0)
-                        self.samples.append(Sample(stamp, tenant, self.source, quantity[m],
-                                                   value * scale[m] / dt))
+                    probe = of[m]
+                    ids = self._devs if probe.key == "netdev" else self._ids
+                    totals = per_tenant(by_key, ids, alive=probe.level)
+                    for tenant, value in totals.items():  # a tenant absent from a map used nothing
+                        per = 1.0 if probe.level else dt
+                        self.samples.append(Sample(stamp, tenant, self.source, quantity[m], value * scale[m] / per))
 
     def _stop_proc(self) -> str:
         if self._proc is None:
@@ -189,6 +207,21 @@ class BpftraceProbes:
         if self._thread is not None:
             self._thread.join(timeout=5)
         return self.samples
+
+
+def per_tenant(by_key: dict[str, float], ids: dict[str, str], alive: bool = False) -> dict[str, float]:
+    """A printed map's values summed per tenant: a key is "<id>" or "<id>,<more fields>". With `alive`,
+    the second field is a pid and the entries of processes that have exited are left out."""
+    out = {tenant: 0.0 for tenant in ids.values()}
+    for key, value in by_key.items():
+        fields = str(key).split(",")
+        tenant = ids.get(fields[0])
+        if tenant is None or not isinstance(value, (int, float)):
+            continue
+        if alive and len(fields) > 1 and not os.path.exists(f"/proc/{fields[1]}"):
+            continue
+        out[tenant] += value
+    return out
 
 
 PROBE_TYPES = {

@@ -5,6 +5,7 @@ import threading
 import time
 
 from ..cgroups import Stats
+from ..network import counter
 from .base import Sample, Target
 
 
@@ -21,6 +22,8 @@ def rates(prev: Stats, cur: Stats, dt: float) -> dict[str, float]:
         total_cur = sum(getattr(c, key) for c in cur.io.values())
         total_prev = sum(getattr(c, key) for c in prev.io.values())
         out[f"io_{key}_s"] = (total_cur - total_prev) / dt
+    if cur.net_bytes is not None and prev.net_bytes is not None:
+        out["net_bytes_s"] = (cur.net_bytes - prev.net_bytes) / dt
     for key, total in cur.pressure.items():  # PSI: share of the time some / all tasks stalled
         res, kind, field = key.split(".")
         if field == "total_us" and key in prev.pressure:
@@ -57,6 +60,8 @@ class CgroupSampler:
         s = t.cgroup.stats()
         if not s.pressure and t.tracking is not None:
             s.pressure = t.tracking.pressure()  # hybrid host: PSI lives in the unified tree
+        if t.netdev:
+            s.net_bytes = counter(t.netdev)  # what arrives at the host side of its veth is what it sent
         return s
 
     def _loop(self) -> None:

@@ -12,31 +12,45 @@ from pathlib import Path
 
 import jinja2
 import yaml
-from rich.table import Table
+from rich.console import Group
 
 from ..store import Store
 from .analyze import analyze, settings, trial_curves
 from .figures import isolation_graph, timeline
-from .table import HEADLINE, pivot, rich_table
+from .table import HEADLINE, TABLE4, pivot, rich_table4, table4, table4_markdown, views_in
 
-__all__ = ["Written", "analyze", "build", "failures", "refresh", "rich_table"]
+__all__ = ["Written", "analyze", "build", "failures", "refresh", "rich_table4"]
 
 
 @dataclass
 class Written:
     rows: list[dict]  # the aggregated metrics, as in metrics.csv
     path: Path  # report.html
-    table: Table  # the results table for the terminal
+    table: Group  # the results table(s) for the terminal
 
 
-def refresh(directory: Path, store: Store, title: str) -> Written:
-    """Everything a results directory shows, from its store: metrics, metrics.csv, figures, report.html."""
+def refresh(directory: Path, store: Store, title: str, width: int = 80) -> Written:
+    """Everything a results directory shows, from its store: metrics, metrics.csv, Table 4 per view
+    (table4-<view>.md), figures, report.html. The terminal gets Table 4 of the first view measured
+    (eBPF, as in the paper, else the cgroup counters)."""
     rows = analyze(directory, store)
-    return Written(rows, build(directory, store, rows), rich_table(rows, failures(store), title=title))
+    notes = failures(store)
+    views = views_in(rows) or ["host"]
+    for view in views:
+        (directory / f"table4-{view}.md").write_text(
+            table4_markdown(table4(rows, notes, view, brackets=True), f"{title} ({view} view)"))
+    table = rich_table4(table4(rows, notes, views[0]), f"{title} ({views[0]} view; others in table4-*.md)",
+                        width)
+    return Written(rows, build(directory, store, rows), table)
 
 
 def failures(store: Store) -> dict[tuple, str]:
-    return {(t["runtime"], t["scenario"], t["resource"]): t["reason"] for t in store.trials("failed")}
+    """Why a cell has no value: its trials' reasons (failed, or n/a: not run here)."""
+    out: dict[tuple, str] = {}
+    for t in store.trials():
+        if t["status"] != "ok":
+            out.setdefault((t["runtime"], t["scenario"], t["resource"]), t["reason"])
+    return out
 
 
 def build(directory: Path, store: Store, rows: list[dict]) -> Path:
@@ -67,7 +81,8 @@ def build(directory: Path, store: Store, rows: list[dict]) -> Path:
         host=_read_json(directory / "host.json"), n_ok=len(trials), n_trials=len(store.trials()),
         written=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), headline=HEADLINE,
         columns=("runtime", "scenario", "resource", "view", *HEADLINE, "n"),
-        table=pivot(rows, failures(store)), failed=store.trials("failed"),
+        table=pivot(rows, failures(store)), failed=store.trials("failed"), not_run=store.trials("n/a"),
+        t4cols=TABLE4, table4=[{"view": v, **table4(rows, failures(store), v, brackets=True)} for v in views_in(rows)],
         isolation=isolation, timelines=timelines, events=store.events())
     out = directory / "report.html"
     out.write_text(html)

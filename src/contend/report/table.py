@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 HEADLINE = ("I_plr", "I_intFree", "S_I", "escape")
 
@@ -31,15 +33,99 @@ def pivot(rows: list[dict], failures: dict[tuple, str] | None = None) -> list[di
     return out
 
 
-def rich_table(rows: list[dict], failures: dict[tuple, str] | None = None, title: str = "") -> Table:
-    t = Table(title=title, title_justify="left")
-    for col in ("runtime", "scenario", "resource", "view", *HEADLINE, "n"):
-        # metric names never truncated: narrow terminals shrink the label columns instead
-        t.add_column(col, justify="right" if col in (*HEADLINE, "n") else "left",
-                     min_width=len(col) if col in HEADLINE else None, no_wrap=col in HEADLINE)
-    for p in pivot(rows, failures):
-        vals = [p[h] if not p["note"] else "n/a" for h in HEADLINE]
-        t.add_row(p["runtime"], p["scenario"], p["resource"], p["view"], *vals, str(p["n"]))
-        if p["note"]:
-            t.add_row("", "", "", "", f"[red]{p['note'][:90]}[/red]", "", "", "", "")
-    return t
+
+# ---------------------------------------------------------------- Volpert et al. Table 4
+TABLE4 = ("I_intFree", "I_plr", "S_I")
+ESCAPED = 1.05  # escape ratio above which a cell is flagged: the disruptive tenant got more than its limit
+VIEW_ORDER = ("ebpf", "host", "guest")
+
+
+def ci_text(r: dict, brackets: bool) -> str:
+    """mean ± half-width (terminal) or mean [low, high] (files); the mean alone when n < 2."""
+    if r["n"] < 2 or math.isnan(r["ci_low"]):
+        return f"{r['value']:.2f}"
+    if brackets:
+        return f"{r['value']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+    return f"{r['value']:.2f}±{(r['ci_high'] - r['ci_low']) / 2:.2f}"
+
+
+def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool = False) -> dict:
+    """Table 4 for one view (pure): rows runtime × scenario, columns resource × (I_intFree, I_plr, S_I).
+
+    Returns {"resources", "rows": [{"runtime", "scenario", "cells": {(resource, metric): text}}],
+    "footnotes": [text]}: a cell without a value says n/a and points at its reason; a cell whose disruptive
+    tenant escaped its limit is flagged with `!` and the escape ratio in a footnote.
+    """
+    by: dict[tuple, dict] = {}
+    for r in rows:
+        by.setdefault((r["runtime"], r["scenario"], r["resource"]), {}).setdefault(r["view"], {})[r["metric"]] = r
+    resources = [res for res in ("cpu", "memory", "disk", "network") if any(k[2] == res for k in by)]
+    resources += sorted({k[2] for k in by} - set(resources))
+    footnotes: list[str] = []
+
+    def mark(text: str) -> str:
+        if text not in footnotes:
+            footnotes.append(text)
+        return f"({footnotes.index(text) + 1})"
+
+    out = []
+    for rt, sc in sorted({(k[0], k[1]) for k in by}):
+        cells = {}
+        for res in resources:
+            views = by.get((rt, sc, res), {})
+            metrics = views.get(view, {})
+            measured = {m: r for m, r in metrics.items() if r["n"] > 0 and not math.isnan(r["value"])}
+            if not measured:
+                why = notes.get((rt, sc, res)) or (f"no {view} view measured" if views else "not in this study")
+                for m in TABLE4:
+                    cells[(res, m)] = f"n/a {mark(why)}"
+                continue
+            esc = measured.get("escape")
+            flag = ""
+            if esc is not None and esc["value"] > ESCAPED:
+                flag = "! " + mark(f"escape: the disruptive tenant reached {esc['value']:.2f}× its limit "
+                                   f"({rt} {sc} {res})")
+            unseen = mark(f"the abiding tenant's use was not seen in the {view} view ({rt} {res}): "
+                          "its work is done outside its cgroup, or not counted there") \
+                if any(m not in measured for m in TABLE4) else ""
+            for m in TABLE4:
+                cells[(res, m)] = (ci_text(measured[m], brackets) if m in measured else f"n/a {unseen}") + \
+                    (f" {flag}" if flag and m == "I_plr" else "")
+        out.append({"runtime": rt, "scenario": sc, "cells": cells})
+    return {"resources": resources, "rows": out, "footnotes": footnotes}
+
+
+def views_in(rows: list[dict]) -> list[str]:
+    present = {r["view"] for r in rows if r["n"] > 0}
+    return [v for v in VIEW_ORDER if v in present] + sorted(present - set(VIEW_ORDER))
+
+
+def rich_table4(t4: dict, title: str, width: int = 80) -> Group:
+    """Table 4 for a terminal: whole when it fits `width`, else one table per resource (same rows)."""
+    per_res = 3 * 14
+    groups = [t4["resources"]] if 24 + per_res * len(t4["resources"]) <= width else \
+        [[res] for res in t4["resources"]]
+    tables = []
+    for i, resources in enumerate(groups):
+        t = Table(title=title if i == 0 else None, title_justify="left")
+        t.add_column("runtime")
+        t.add_column("scenario")
+        for res in resources:
+            for m in TABLE4:
+                t.add_column(f"{res}\n{m}", justify="right", no_wrap=True)
+        for r in t4["rows"]:
+            t.add_row(r["runtime"], r["scenario"], *(r["cells"][(res, m)] for res in resources for m in TABLE4))
+        tables.append(t)
+    notes = [Text(f"({i + 1}) {f}") for i, f in enumerate(t4["footnotes"])]
+    return Group(*tables, *notes)
+
+
+def table4_markdown(t4: dict, title: str) -> str:
+    cols = [f"{res} {m}" for res in t4["resources"] for m in TABLE4]
+    lines = [f"# {title}", "", "| runtime | scenario | " + " | ".join(cols) + " |",
+             "|---|---|" + "---|" * len(cols)]
+    for r in t4["rows"]:
+        lines.append(f"| {r['runtime']} | {r['scenario']} | "
+                     + " | ".join(r["cells"][(res, m)] for res in t4["resources"] for m in TABLE4) + " |")
+    lines += [""] + [f"({i + 1}) {f}  " for i, f in enumerate(t4["footnotes"])]
+    return "\n".join(lines) + "\n"

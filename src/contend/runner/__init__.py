@@ -4,17 +4,21 @@ It measures and records; it never computes a metric (that is metrics/, reading t
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Callable
 
 from .. import runtimes
-from ..cgroups import CgroupHost, Limits, detect
-from ..load import CpuStress, LoadGenerator, RampController, Step, plan_steps
+from ..cgroups import CgroupHost, IoLimit, Limits, detect
+from ..load import (CpuStress, FioLoad, IperfLoad, LoadGenerator, MemoryAllocator, RampController, Step,
+                    plan_steps)
+from ..network import SINK_IP, Link, NetworkError
 from ..load.ramp import check_failures
 from ..metrics import StepWindow
 from ..paths import DATA
@@ -26,6 +30,9 @@ from ..store import TrialRecord
 
 TENANTS = ("abiding", "disruptive")
 
+# eBPF probes per resource: the resource's own, and CPU time (cheap, and every resource costs some CPU)
+EBPF_PROBES = {"cpu": ("cpu",), "memory": ("cpu", "memory"), "disk": ("cpu", "block"), "network": ("cpu", "net")}
+
 
 @dataclass
 class TrialResult:
@@ -35,23 +42,53 @@ class TrialResult:
     events: list[tuple] = field(default_factory=list)  # (t, tenant, kind, detail)
 
 
+def trial_capacity(calibrated: dict, spec: Spec) -> dict:
+    """What 100 % of each resource is in this study: the host's calibration and the spec's choices."""
+    return {**calibrated, "memory_pool_bytes": spec.capacity.memory_bytes, "network_bps": spec.capacity.network_bps}
+
+
 def limits_for(resource: str, fraction: float, capacity: dict) -> Limits:
-    """A scenario's limit (fraction of capacity) as cgroup limits."""
+    """A scenario's limit (fraction of capacity) as cgroup limits. The network's is the link's token
+    bucket (network/), since no runtime sets a network rate."""
     if resource == "cpu":
         return Limits(cpu=fraction * capacity["cpus"])
+    if resource == "memory":
+        return Limits(memory=int(fraction * capacity["memory_pool_bytes"]))
+    if resource == "disk":
+        return Limits(io=(IoLimit(capacity["disk_device"], wiops=max(1, round(fraction * capacity["disk_write_iops"]))),))
+    if resource == "network":
+        return Limits()
     raise ValueError(f"resource {resource!r} not supported")
 
 
-def generator_for(resource: str, capacity: dict) -> LoadGenerator:
+def generator_for(resource: str, capacity: dict, link: Link | None = None) -> LoadGenerator:
     if resource == "cpu":
         return CpuStress(int(capacity["cpus"]))
+    if resource == "memory":
+        return MemoryAllocator(int(capacity["memory_pool_bytes"]))
+    if resource == "disk":
+        return FioLoad(capacity["disk_write_iops"])
+    if resource == "network" and link is not None:
+        return IperfLoad(capacity["network_bps"], SINK_IP, {t: p.server_port for t, p in link.ports.items()})
     raise ValueError(f"resource {resource!r} not supported")
 
 
-def failed_trial(tp: TrialPlan, reason: str, capacity: dict, facts: dict) -> TrialResult:
-    """The record of a trial that did not (or could not) run; run_trial starts from one too."""
+def reset_host(resource: str) -> None:
+    """What a previous trial left in the kernel's caches must not help or hurt this one (the paper resets
+    its servers between runs): write back and drop the page cache before disk and memory trials."""
+    if resource in ("disk", "memory"):
+        os.sync()
+        try:
+            Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        except OSError:
+            pass  # not allowed here (a container without /proc/sys write): the trial runs on
+
+
+def failed_trial(tp: TrialPlan, reason: str, capacity: dict, facts: dict, status: str = "failed") -> TrialResult:
+    """The record of a trial that did not (or could not) run; run_trial starts from one too. Status
+    "n/a" is a cell that cannot be measured here, with its reason (not a failure)."""
     now = time.time()
-    return TrialResult(TrialRecord(tp.id, tp.runtime, tp.scenario.name, tp.resource, tp.repetition, "failed",
+    return TrialResult(TrialRecord(tp.id, tp.runtime, tp.scenario.name, tp.resource, tp.repetition, status,
                                    reason, now, now, tp.scenario.model_dump(), capacity, facts))
 
 
@@ -59,6 +96,8 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
               host: CgroupHost | None = None, on_step: Callable[[Step], None] | None = None) -> TrialResult:
     host = host or detect()
     rt = runtimes.get(tp.runtime, host)
+    if tp.resource == "network" and rt.joins_netns:
+        return failed_trial(tp, rt.joins_netns, capacity, facts, status="n/a")
     sc = tp.scenario
     period = spec.trial.bucket_ms / 1000
     uid = uuid.uuid4().hex[:8]
@@ -67,24 +106,32 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
     containers: dict[str, runtimes.Container] = {}
     data_dirs = {t: DATA / f"{runtimes.NAME_PREFIX}{uid}-{t}" for t in TENANTS}
     probes: list = []
+    fractions = {"abiding": sc.l_a, "disruptive": sc.l_d}
+    link = Link(uid, capacity["network_bps"], {t: f * capacity["network_bps"] for t, f in fractions.items()}) \
+        if tp.resource == "network" else None
     try:
-        for tenant, frac in (("abiding", sc.l_a), ("disruptive", sc.l_d)):
+        reset_host(tp.resource)
+        if link is not None:
+            link.up()
+        for tenant, frac in fractions.items():
             data_dirs[tenant].mkdir(parents=True, exist_ok=True)
+            netns = link.ports[tenant].netns_path if link else None
             containers[tenant] = rt.create(ContainerSpec(f"{uid}-{tenant}", limits_for(tp.resource, frac, capacity),
-                                                         data_dirs[tenant]))
-        targets = [Target(t, c.cgroup, c.tracking, sync=partial(rt.track, c)) for t, c in containers.items()]
+                                                         data_dirs[tenant], netns=netns))
+        targets = [Target(t, c.cgroup, c.tracking, sync=partial(rt.track, c),
+                          netdev=link.ports[t].host_dev if link else None) for t, c in containers.items()]
         clock0 = time.monotonic()
         if spec.probes.cgroup:
             probes.append(CgroupSampler(targets, period, clock0).start())
         if spec.probes.ebpf:
-            probes.append(BpftraceProbes(targets, period, clock0).start())
+            probes.append(BpftraceProbes(targets, period, clock0, wanted=EBPF_PROBES[tp.resource]).start())
         for p in probes:
             result.events += [(0.0, "", "probe-missing", why) for why in p.problems]
         rec.facts["probes"] = {"attached": [a for p in probes for a in p.attached],
                                "missing": [why for p in probes for why in p.problems]}
         plan = plan_steps(sc.abiding_level, sc.disruptive_level, spec.trial.baseline_s, spec.trial.steps,
                           spec.trial.step_s)
-        ctl = RampController(rt, containers, data_dirs, generator_for(tp.resource, capacity), clock0)
+        ctl = RampController(rt, containers, data_dirs, generator_for(tp.resource, capacity, link), clock0)
         records = ctl.run(plan, on_step)
         for p in probes:
             p.stop()
@@ -101,6 +148,8 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
         rec.status = "ok"
     except RuntimeError_ as e:
         rec.reason = str(e)
+    except NetworkError as e:
+        rec.reason = f"network: {e}"
     except (OSError, ValueError, subprocess.SubprocessError) as e:  # a cgroup write, a probe, a report file
         rec.reason = f"{type(e).__name__}: {e}"
     finally:
@@ -109,6 +158,8 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
                 p.stop()
             for c in containers.values():
                 rt.delete(c)
+            if link is not None:
+                link.down()  # after the containers: runsc's commands run inside their namespaces
             for d in data_dirs.values():
                 shutil.rmtree(d, ignore_errors=True)
             rec.ended_at = time.time()

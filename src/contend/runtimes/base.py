@@ -65,7 +65,7 @@ class ContainerSpec:
     limits: Limits = field(default_factory=Limits)
     data_dir: Path | None = None  # host directory mounted read-write at /data
     command: list[str] = field(default_factory=lambda: ["/usr/bin/sleep", "infinity"])
-    network: bool = False  # False: an empty network namespace, no interfaces but lo
+    netns: Path | None = None  # a network namespace to join (network trials); None: an empty one, lo only
 
     def __post_init__(self):
         if not self.name.startswith(NAME_PREFIX):
@@ -91,6 +91,7 @@ class Availability:
 class Runtime(ABC):
     name: str = ""
     binary: str = ""
+    joins_netns: str = ""  # why this runtime cannot join a network namespace contend made ("" = it can)
 
     def __init__(self, host: CgroupHost | None = None):
         self.host = host or detect()
@@ -134,6 +135,11 @@ class Runtime(ABC):
         """Start argv inside the container; returns the host-side client process."""
         popen.setdefault("stdin", subprocess.DEVNULL)
         popen.setdefault("start_new_session", True)  # contend, not the terminal, ends what it started
+        if c.tracking is not None and c.tracking.dir not in c.cgroup.dirs() and c.tracking.dir.exists():
+            # hybrid host: the exec'd process starts in the tracking cgroup, so eBPF attributes it from its
+            # first event (the sampler's re-sync comes up to a bucket late: a fast allocator is done by then)
+            procs = str(c.tracking.dir / "cgroup.procs")
+            popen.setdefault("preexec_fn", lambda: _join(procs))
         return subprocess.Popen(self.exec_argv(c, argv), **popen)
 
     def delete(self, c: Container) -> None:
@@ -186,6 +192,32 @@ class Runtime(ABC):
         for cg in self.cgroups_for(name):
             if cg is not None:
                 cg.remove()
+
+
+def remember_netns(state: Path, netns: Path | None) -> None:
+    """Note the network namespace a container was started in, in its state directory."""
+    if netns is not None:
+        state.mkdir(parents=True, exist_ok=True)
+        (state / "netns").write_text(str(netns))
+
+
+def in_netns(state: Path) -> list[str]:
+    """The prefix that runs a command in the container's network namespace, [] if it has none (or it is
+    gone). runsc and lxc talk to their containers over abstract unix sockets, which belong to a network
+    namespace: every command for a container started inside one must run there too."""
+    try:
+        netns = (state / "netns").read_text()
+    except OSError:
+        return []
+    return ["nsenter", f"--net={netns}"] if Path(netns).exists() else []
+
+
+def _join(procs: str) -> None:
+    try:
+        with open(procs, "w") as f:
+            f.write("0")
+    except OSError:
+        pass  # gone meanwhile: the sampler's sync still catches the process
 
 
 def entries(d: Path) -> list[Path]:

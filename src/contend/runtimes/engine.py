@@ -43,6 +43,9 @@ def device_node(majmin: str) -> str:
 class Engine(Runtime):
     """docker or podman; `oci_runtime` picks the engine's --runtime (runc, runsc, crun...) if set."""
 
+    joins_netns = ("network trials are not run: an engine container gets the engine's own network, "
+                   "not a namespace on contend's bottleneck link")
+
     def __init__(self, binary: str, oci_runtime: str | None = None, host=None):
         super().__init__(host)
         self.binary = binary
@@ -79,8 +82,9 @@ class Engine(Runtime):
         args += [a for c in CAPS for a in ("--cap-add", c.removeprefix("CAP_"))]
         if self.oci_runtime:
             args += ["--runtime", self.oci_runtime]
-        if not spec.network:
-            args += ["--network", "none"]
+        if spec.netns:
+            raise RuntimeError_(f"{self.name}: {self.joins_netns}")
+        args += ["--network", "none"]
         if lim.cpu is not None:
             args += ["--cpus", str(lim.cpu)]
         if lim.memory is not None:

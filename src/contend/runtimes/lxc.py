@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from ..cgroups import Limits
-from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries
+from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries, in_netns,
+                   remember_netns)
 from .rootfs import CAPS, host_binds, make_rootfs
 
 
@@ -59,7 +60,8 @@ class Lxc(Runtime):
             ("lxc.rootfs.options", "ro"),
             ("lxc.autodev", "1"),
             ("lxc.mount.auto", "proc:mixed sys:ro"),
-            ("lxc.net.0.type", "empty" if not spec.network else "none"),
+            # a network trial starts lxc-execute inside the tenant's namespace: "none" shares it
+            ("lxc.net.0.type", "empty" if spec.netns is None else "none"),
             ("lxc.no_new_privs", "1"),
             ("lxc.cap.keep", " ".join(c.removeprefix("CAP_").lower() for c in CAPS)),
             ("lxc.apparmor.profile", "unconfined"),
@@ -86,17 +88,23 @@ class Lxc(Runtime):
         rootfs = make_rootfs(cdir / "rootfs")
         (cdir / "config").write_text(self.config(spec, rootfs, cg.relpath))
         c = Container(spec.name, cg, tracking)
-        check([self.binary, "-n", spec.name, "-P", str(self.lxcpath), "-f", str(cdir / "config"),
+        remember_netns(cdir, spec.netns)
+        check([*in_netns(cdir), self.binary, "-n", spec.name, "-P", str(self.lxcpath), "-f", str(cdir / "config"),
                "-o", str(cdir / "lxc.log"), "-l", "ERROR", "-d", "--", *spec.command],
               f"lxc-execute {spec.name}", stdin=subprocess.DEVNULL)
         self._wait_running(spec.name)
+        if tracking is not None and tracking.dir not in cg.dirs():
+            # hybrid host: lxc-attach puts what it runs into <container>/.lxc of the unified tree, so that
+            # leaf is the id eBPF sees; the container's init joins it too (no controllers there to mind)
+            c.tracking = self.host.tracking(f"{tracking.relpath}/.lxc")
+            c.tracking.create()
         self.track(c)
         return c
 
     def _wait_running(self, name: str, timeout: float = 15) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            p = subprocess.run(["lxc-info", "-n", name, "-P", str(self.lxcpath), "-s", "-H"],
+            p = subprocess.run([*in_netns(self.lxcpath / name), "lxc-info", "-n", name, "-P", str(self.lxcpath), "-s", "-H"],
                                capture_output=True, text=True)
             if p.stdout.strip() == "RUNNING":
                 return
@@ -106,7 +114,7 @@ class Lxc(Runtime):
         raise RuntimeError_(f"lxc {name}: not running after {timeout}s {' '.join(tail)}")
 
     def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
-        return ["lxc-attach", "-n", c.name, "-P", str(self.lxcpath), "--clear-env",
+        return [*in_netns(self.lxcpath / c.name), "lxc-attach", "-n", c.name, "-P", str(self.lxcpath), "--clear-env",
                 "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp", "--",
                 # lxc-attach keeps the caller's cwd (or /, read-only here): start in /tmp
                 "/bin/sh", "-c", 'cd /tmp && exec "$@"', "sh", *argv]
@@ -115,7 +123,7 @@ class Lxc(Runtime):
         return [d.name for d in entries(self.lxcpath) if d.name.startswith(NAME_PREFIX)]
 
     def _remove(self, name: str) -> None:
-        subprocess.run(["lxc-stop", "-n", name, "-P", str(self.lxcpath), "-k"], capture_output=True, timeout=30)
+        subprocess.run([*in_netns(self.lxcpath / name), "lxc-stop", "-n", name, "-P", str(self.lxcpath), "-k"], capture_output=True, timeout=30)
         # lxc-execute's monitor tears down on its own after the stop, racing with us: kill it (and its cgroup)
         # first, then the container's, and only then remove the files it could still write
         self.forget_cgroups(name + "-monitor")

@@ -5,7 +5,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries, run_atomic
+from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries, in_netns,
+                   remember_netns, run_atomic)
 from .rootfs import oci_config, write_bundle
 
 BUNDLES = STATE / "bundles"
@@ -21,6 +22,10 @@ class OciRuntime(Runtime):
     def cli(self, *args: str) -> list[str]:
         return [self.binary, "--root", str(self.root), *self.global_args, *args]
 
+    def cli_for(self, name: str, *args: str) -> list[str]:
+        """The command for one container (runsc in a network trial runs it in the container's namespace)."""
+        return self.cli(*args)
+
     def version(self) -> str:
         p = subprocess.run([self.binary, "--version"], capture_output=True, text=True)
         return p.stdout.splitlines()[0].split("version")[-1].strip() if p.returncode == 0 else ""
@@ -32,25 +37,28 @@ class OciRuntime(Runtime):
         cg, tracking = self.cgroups_for(spec.name)
         bundle = self.bundle_dir(spec.name)
         write_bundle(bundle, oci_config(spec.name, spec.command, spec.limits, cg.relpath, spec.data_dir,
-                                        spec.network))
+                                        self.config_netns(spec)))
         self.root.mkdir(parents=True, exist_ok=True)
         c = Container(spec.name, cg, tracking)
         log = bundle / "init.log"
         # the container's init inherits these fds: a pipe would keep us waiting for its EOF
         with open(log, "w") as out:
-            p = run_atomic(self.cli("create", "--bundle", str(bundle), spec.name),
+            p = run_atomic(self.cli_for(spec.name, "create", "--bundle", str(bundle), spec.name),
                            stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         if p.returncode != 0:
             lines = log.read_text().strip().splitlines()
             raise RuntimeError_(f"{self.name} create {spec.name}: {lines[-1] if lines else p.returncode}")
         self.track(c)
-        check(self.cli("start", spec.name), f"{self.name} start {spec.name}")
+        check(self.cli_for(spec.name, "start", spec.name), f"{self.name} start {spec.name}")
         return c
+
+    def config_netns(self, spec: ContainerSpec) -> str | None:
+        return str(spec.netns) if spec.netns else None
 
     exec_args: list[str] = []
 
     def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
-        return self.cli("exec", *self.exec_args, c.name, *argv)
+        return self.cli_for(c.name, "exec", *self.exec_args, c.name, *argv)
 
     def leftovers(self) -> list[str]:
         names: set[str] = set()
@@ -70,8 +78,8 @@ class OciRuntime(Runtime):
         return [d for d in entries(self.root) if self.state_owner(d.name) == name]
 
     def _remove(self, name: str) -> None:
-        subprocess.run(self.cli("kill", name, "KILL"), capture_output=True)
-        subprocess.run(self.cli("delete", "--force", name), capture_output=True, timeout=60)
+        subprocess.run(self.cli_for(name, "kill", name, "KILL"), capture_output=True)
+        subprocess.run(self.cli_for(name, "delete", "--force", name), capture_output=True, timeout=60)
         self.forget_cgroups(name)
         for entry in self.state_entries(name):  # state left by a killed runtime (or by runsc itself)
             if entry.is_dir():
@@ -104,12 +112,28 @@ class Crun(OciRuntime):
 
 
 class Runsc(OciRuntime):
-    """gVisor. The ptrace platform (KVM here is PVM and hangs); no network unless asked."""
+    """gVisor. The ptrace platform (KVM here is PVM and hangs); no network unless asked.
+
+    In a network trial the sandbox runs in the tenant's namespace with --network=host (gVisor's hostinet:
+    the sandbox uses the kernel's stack of that namespace). Its own netstack (--network=sandbox) cannot
+    start here: Debian's runsc (2022) takes every namespace of this kernel for the root one ("cannot run
+    with network enabled in root network namespace", fixed upstream). The sandbox's control socket is an
+    abstract socket of that namespace, so every runsc command for the container runs inside it too.
+    """
 
     name = "runsc"
     binary = "runsc"
-    global_args = ["--platform=ptrace"]
+    global_args = ["--platform=ptrace", "--network=none"]
+
+    def config_netns(self, spec: ContainerSpec) -> str | None:
+        return "" if spec.netns else None
 
     def _start(self, spec: ContainerSpec) -> Container:
-        self.global_args = ["--platform=ptrace", "--network=host" if spec.network else "--network=none"]
+        remember_netns(self.bundle_dir(spec.name), spec.netns)
         return super()._start(spec)
+
+    def cli_for(self, name: str, *args: str) -> list[str]:
+        enter = in_netns(self.bundle_dir(name))
+        if not enter:
+            return self.cli(*args)
+        return [*enter, self.binary, "--root", str(self.root), "--platform=ptrace", "--network=host", *args]

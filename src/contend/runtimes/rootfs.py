@@ -62,7 +62,9 @@ def oci_resources(limits: Limits) -> dict:
 
 
 def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
-               data_dir: Path | None, network: bool) -> dict:
+               data_dir: Path | None, netns: str | None) -> dict:
+    """An OCI config; `netns` None: an empty network namespace of its own, a path: join that one, "":
+    none of its own (the runtime's caller chose the namespace)."""
     mounts = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
@@ -80,8 +82,10 @@ def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
     if data_dir is not None:
         mounts.append({"destination": "/data", "type": "bind", "source": str(data_dir), "options": ["rbind", "rw"]})
     namespaces = [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
-    if not network:
+    if netns is None:
         namespaces.append({"type": "network"})
+    elif netns:
+        namespaces.append({"type": "network", "path": netns})
     return {
         "ociVersion": "1.0.2",
         "process": {

@@ -1,0 +1,67 @@
+"""Table 4 (Volpert et al.) from aggregated metric rows: pure, no root."""
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+
+from contend.report.table import rich_table4, table4, table4_markdown, views_in
+
+
+def row(rt, sc, res, view, metric, value, lo=math.nan, hi=math.nan, n=1):
+    return {"runtime": rt, "scenario": sc, "resource": res, "view": view, "metric": metric, "value": value,
+            "ci_low": lo, "ci_high": hi, "n": n}
+
+
+ROWS = [
+    row("runc", "harmony", "cpu", "ebpf", "I_intFree", 0.99, 0.97, 1.01, 3),
+    row("runc", "harmony", "cpu", "ebpf", "I_plr", 0.98, 0.96, 1.00, 3),
+    row("runc", "harmony", "cpu", "ebpf", "S_I", 0.99, 0.98, 1.00, 3),
+    row("runc", "harmony", "cpu", "ebpf", "escape", 0.97, 0.95, 0.99, 3),
+    row("runsc", "harmony", "disk", "ebpf", "I_intFree", 0.5),
+    row("runsc", "harmony", "disk", "ebpf", "I_plr", 0.4),
+    row("runsc", "harmony", "disk", "ebpf", "S_I", 0.8),
+    row("runsc", "harmony", "disk", "ebpf", "escape", 3.2),
+    row("runc", "overcommit", "memory", "host", "I_plr", math.nan, n=0),
+    row("runc", "harmony", "disk", "host", "I_plr", 0.7),
+]
+NOTES = {("runc", "overcommit", "memory"): "memory overcommit is not run, as in the paper"}
+
+
+def test_cells_have_ci_na_reasons_and_escape_flags():
+    t = table4(ROWS, NOTES, "ebpf")
+    assert t["resources"] == ["cpu", "memory", "disk"]
+    cells = {(r["runtime"], r["scenario"]): r["cells"] for r in t["rows"]}
+    assert cells[("runc", "harmony")][("cpu", "I_intFree")] == "0.99±0.02"
+    assert cells[("runsc", "harmony")][("disk", "S_I")] == "0.80"  # n = 1: no interval
+    # the escape ratio 3.2 flags the cell and says so in a footnote
+    assert "!" in cells[("runsc", "harmony")][("disk", "I_plr")]
+    assert any("3.20× its limit" in f for f in t["footnotes"])
+    # not run: n/a with its reason; measured only in another view: n/a saying so; absent: not in the study
+    na = cells[("runc", "overcommit")][("memory", "I_plr")]
+    assert na.startswith("n/a (") and t["footnotes"][int(na[5:-1]) - 1] == NOTES[("runc", "overcommit", "memory")]
+    other = cells[("runc", "harmony")][("disk", "I_plr")]
+    assert t["footnotes"][int(other[5:-1]) - 1] == "no ebpf view measured"
+
+
+def test_brackets_in_files_and_markdown_has_every_column():
+    t = table4(ROWS, NOTES, "ebpf", brackets=True)
+    md = table4_markdown(t, "study")
+    assert "0.99 [0.97, 1.01]" in md
+    header = md.splitlines()[2]
+    assert header.count("|") == 2 + 3 * 3 + 1  # runtime, scenario, 3 resources × 3 metrics
+
+
+def test_views_prefer_ebpf_then_host_then_guest():
+    assert views_in(ROWS) == ["ebpf", "host"]
+
+
+def test_terminal_table_splits_per_resource_when_narrow():
+    t = table4(ROWS, NOTES, "ebpf")
+    narrow = Console(width=80, record=True)
+    narrow.print(rich_table4(t, "study", 80))
+    out = narrow.export_text()
+    assert out.count("runtime") == 3 and "I_intFree" in out  # one table per resource
+    wide = Console(width=200, record=True)
+    wide.print(rich_table4(t, "study", 200))
+    assert wide.export_text().count("runtime") == 1
