@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import uuid
@@ -78,7 +79,6 @@ def main() -> None:
                     print(f"round {r + 1} {w:24s} {s:5s} {results[(w, s)][-1]:10.1f}", flush=True)
     finally:
         rt.delete(c)
-        import shutil
         shutil.rmtree(data, ignore_errors=True)
     print(f"\nmedian of {args.rounds} interleaved rounds, {args.seconds:g} s each, in one runc container:")
     for w in WORKLOADS:

@@ -17,7 +17,7 @@ from . import report as rep
 from .cgroups import detect
 from .doctor import ensure_capacity, facts
 from .planner import TrialPlan, plan, trial_seconds
-from .runner import failed_trial, run_trial, trial_capacity
+from .runner import run_trial, trial_capacity, trial_without_data
 from .spec import Spec
 from .store import Store
 
@@ -49,8 +49,7 @@ class Study:
             runnable = {r["name"]: r for r in host_facts["runtimes"]}
             host = detect()
             # the ETA counts the trials that will run: cells not run and absent runtimes take no time
-            cost = [0.0 if tp.not_run or not runnable.get(tp.runtime, {"runs": True})["runs"] else per_trial
-                    for tp in trials]
+            cost = [0.0 if not_run(tp, runnable) else per_trial for tp in trials]
             done = [sum(cost[:i]) for i in range(len(trials) + 1)]
             con.print(f"[bold]{spec.name}[/bold]: {len(trials)} trials "
                       f"({', '.join(spec.runtimes)} × {', '.join(s.name for s in spec.resolved_scenarios())} × "
@@ -98,14 +97,23 @@ class Study:
         # each trial carries the host facts it rested on (resctl-bench's sysreqs, DESIGN §8)
         trial_facts = {"kernel": host_facts["host"]["kernel"], "cgroups": host_facts["cgroups"],
                        "runtime": avail or {}, "load_generators": host_facts["load_generators"]}
-        if tp.not_run:
-            result = failed_trial(tp, tp.not_run, capacity, trial_facts, status="n/a")
-        elif avail is not None and not avail["runs"]:
-            result = failed_trial(tp, f"{tp.runtime} not available: {avail['reason']}", capacity, trial_facts,
-                                  status="n/a")
+        why = not_run(tp, runnable)
+        if why:
+            result = trial_without_data(tp, "n/a", why, capacity, trial_facts)
         else:
             result = run_trial(tp, self.spec, capacity, trial_facts, host, on_step)
         store.add_trial(result.record, result.steps, result.samples, result.events)
         if result.record.status == "failed":
             self.console.print(f"[red]failed[/red] {tp.id}: {result.record.reason}", highlight=False)
         return result.record.status != "failed"
+
+
+def not_run(tp: TrialPlan, runnable: dict) -> str:
+    """Why a planned trial is not run on this host ("" = it is run): a cell the study leaves out, or a
+    runtime that doctor found unable to run a container."""
+    avail = runnable.get(tp.runtime)
+    if tp.not_run:
+        return tp.not_run
+    if avail is not None and not avail["runs"]:
+        return f"{tp.runtime} not available: {avail['reason']}"
+    return ""

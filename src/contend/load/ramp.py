@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..runtimes import Container, Runtime, RuntimeError_
+from ..runtimes import Container, Runtime, RuntimeError_, last_line
 from .stress import LoadGenerator
 
 
@@ -61,8 +61,8 @@ class RampController:
         for tenant, c in self.containers.items():
             p = self.runtime.run(c, argv, timeout=timeout)
             if p.returncode != 0:
-                last = (p.stderr or p.stdout or "").strip().splitlines()[-1:]
-                raise RuntimeError_(f"{tenant}: `{' '.join(argv[:2])}` setup exited {p.returncode} {' '.join(last)}")
+                raise RuntimeError_(f"{tenant}: `{' '.join(argv[:2])}` setup exited {p.returncode} "
+                                    f"{last_line(p.stderr or p.stdout)}".strip())
 
     def run_step(self, step: Step, on_step: Callable[[Step], None] | None = None) -> StepRecord:
         if on_step:
@@ -88,8 +88,8 @@ class RampController:
                     rec.failures.append((tenant, f"load did not finish within {step.seconds + 30:g}s"))
                     continue
                 if p.returncode != 0:
-                    last = (err or b"").decode(errors="replace").strip().splitlines()[-1:]
-                    rec.failures.append((tenant, f"load exited {p.returncode} {' '.join(last)}".strip()))
+                    rec.failures.append((tenant, f"load exited {p.returncode} "
+                                                 f"{last_line((err or b'').decode(errors='replace'))}".strip()))
                 rec.guest[tenant] = self.generator.guest(self.data_dirs[tenant] / report)
             # an idle step (nothing to run) still lasts its time
             time.sleep(max(0.0, deadline - time.monotonic()))

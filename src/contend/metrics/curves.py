@@ -15,9 +15,9 @@ VIEWS = {
     "cpu": (("host", "cgroup", "cpu", "cpus"),
             ("ebpf", "ebpf", "cpu", "cpus"),
             ("guest", "load", "bogo_ops_s", "cpu_bogo_ops_s")),
-    "memory": (("host", "cgroup", "mem_bytes", "memory_bytes"),
-               ("ebpf", "ebpf", "rss_bytes", "memory_bytes"),
-               ("guest", "load", "rss_bytes", "memory_bytes")),
+    "memory": (("host", "cgroup", "mem_bytes", "memory_pool_bytes"),
+               ("ebpf", "ebpf", "rss_bytes", "memory_pool_bytes"),
+               ("guest", "load", "rss_bytes", "memory_pool_bytes")),
     "disk": (("host", "cgroup", "io_wios_s", "disk_write_iops"),
              ("ebpf", "ebpf", "blk_ios_s", "disk_write_iops"),
              ("guest", "load", "iops", "disk_write_iops")),
@@ -68,7 +68,7 @@ def capacity_of(resource: str, capacity: dict) -> dict[str, float]:
         cpus = float(capacity["cpus"])
         return {"cpus": cpus, "cpu_bogo_ops_s": float(capacity.get("cpu_bogo_ops_s_per_cpu", 0.0)) * cpus}
     if resource == "memory":
-        return {"memory_bytes": float(capacity.get("memory_pool_bytes", 0.0))}
+        return {"memory_pool_bytes": float(capacity.get("memory_pool_bytes", 0.0))}
     if resource == "disk":
         return {"disk_write_iops": float(capacity.get("disk_write_iops", 0.0))}
     if resource == "network":

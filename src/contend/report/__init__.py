@@ -36,12 +36,12 @@ def refresh(directory: Path, store: Store, title: str, width: int = 80) -> Writt
     rows = analyze(directory, store)
     notes = failures(store)
     views = views_in(rows) or ["host"]
-    for view in views:
-        (directory / f"table4-{view}.md").write_text(
-            table4_markdown(table4(rows, notes, view, brackets=True), f"{title} ({view} view)"))
+    tables = {view: table4(rows, notes, view, brackets=True) for view in views}
+    for view, t4 in tables.items():
+        (directory / f"table4-{view}.md").write_text(table4_markdown(t4, f"{title} ({view} view)"))
     table = rich_table4(table4(rows, notes, views[0]), f"{title} ({views[0]} view; others in table4-*.md)",
                         width)
-    return Written(rows, build(directory, store, rows), table)
+    return Written(rows, build(directory, store, rows, notes, tables), table)
 
 
 def failures(store: Store) -> dict[tuple, str]:
@@ -53,8 +53,8 @@ def failures(store: Store) -> dict[tuple, str]:
     return out
 
 
-def build(directory: Path, store: Store, rows: list[dict]) -> Path:
-    """Write figures/ and report.html; returns the report's path."""
+def build(directory: Path, store: Store, rows: list[dict], notes: dict[tuple, str], tables: dict[str, dict]) -> Path:
+    """Write figures/ and report.html (with the Table 4 of each view); returns the report's path."""
     cfg = settings(directory)
     figdir = directory / "figures"
     trials = store.trials("ok")
@@ -81,8 +81,8 @@ def build(directory: Path, store: Store, rows: list[dict]) -> Path:
         host=_read_json(directory / "host.json"), n_ok=len(trials), n_trials=len(store.trials()),
         written=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), headline=HEADLINE,
         columns=("runtime", "scenario", "resource", "view", *HEADLINE, "n"),
-        table=pivot(rows, failures(store)), failed=store.trials("failed"), not_run=store.trials("n/a"),
-        t4cols=TABLE4, table4=[{"view": v, **table4(rows, failures(store), v, brackets=True)} for v in views_in(rows)],
+        table=pivot(rows, notes), failed=store.trials("failed"), not_run=store.trials("n/a"),
+        t4cols=TABLE4, table4=[{"view": v, **t4} for v, t4 in tables.items()],
         isolation=isolation, timelines=timelines, events=store.events())
     out = directory / "report.html"
     out.write_text(html)

@@ -7,15 +7,24 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..spec import RESOURCES
+
 HEADLINE = ("I_plr", "I_intFree", "S_I", "escape")
+
+
+def ci_text(r: dict, brackets: bool) -> str:
+    """mean ± half-width (terminal) or mean [low, high] (files); the mean alone when n < 2."""
+    if r["n"] < 2 or math.isnan(r["ci_low"]):
+        return f"{r['value']:.2f}"
+    if brackets:
+        return f"{r['value']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+    return f"{r['value']:.2f}±{(r['ci_high'] - r['ci_low']) / 2:.2f}"
 
 
 def cell(r: dict | None) -> str:
     if r is None or r["value"] is None or math.isnan(r["value"]):
         return "n/a"
-    if r["n"] >= 2 and not math.isnan(r["ci_low"]):
-        return f"{r['value']:.2f}±{(r['ci_high'] - r['ci_low']) / 2:.2f}"
-    return f"{r['value']:.2f}"
+    return ci_text(r, brackets=False)
 
 
 def pivot(rows: list[dict], failures: dict[tuple, str] | None = None) -> list[dict]:
@@ -40,15 +49,6 @@ ESCAPED = 1.05  # escape ratio above which a cell is flagged: the disruptive ten
 VIEW_ORDER = ("ebpf", "host", "guest")
 
 
-def ci_text(r: dict, brackets: bool) -> str:
-    """mean ± half-width (terminal) or mean [low, high] (files); the mean alone when n < 2."""
-    if r["n"] < 2 or math.isnan(r["ci_low"]):
-        return f"{r['value']:.2f}"
-    if brackets:
-        return f"{r['value']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
-    return f"{r['value']:.2f}±{(r['ci_high'] - r['ci_low']) / 2:.2f}"
-
-
 def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool = False) -> dict:
     """Table 4 for one view (pure): rows runtime × scenario, columns resource × (I_intFree, I_plr, S_I).
 
@@ -59,7 +59,7 @@ def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool 
     by: dict[tuple, dict] = {}
     for r in rows:
         by.setdefault((r["runtime"], r["scenario"], r["resource"]), {}).setdefault(r["view"], {})[r["metric"]] = r
-    resources = [res for res in ("cpu", "memory", "disk", "network") if any(k[2] == res for k in by)]
+    resources = [res for res in RESOURCES if any(k[2] == res for k in by)]
     resources += sorted({k[2] for k in by} - set(resources))
     footnotes: list[str] = []
 

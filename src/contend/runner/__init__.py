@@ -84,9 +84,9 @@ def reset_host(resource: str) -> None:
             pass  # not allowed here (a container without /proc/sys write): the trial runs on
 
 
-def failed_trial(tp: TrialPlan, reason: str, capacity: dict, facts: dict, status: str = "failed") -> TrialResult:
-    """The record of a trial that did not (or could not) run; run_trial starts from one too. Status
-    "n/a" is a cell that cannot be measured here, with its reason (not a failure)."""
+def trial_without_data(tp: TrialPlan, status: str, reason: str, capacity: dict, facts: dict) -> TrialResult:
+    """The record of a trial with no data (yet): "failed", or "n/a" (a cell that cannot be measured here,
+    not a failure), with the reason. run_trial starts from one too."""
     now = time.time()
     return TrialResult(TrialRecord(tp.id, tp.runtime, tp.scenario.name, tp.resource, tp.repetition, status,
                                    reason, now, now, tp.scenario.model_dump(), capacity, facts))
@@ -96,12 +96,12 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
               host: CgroupHost | None = None, on_step: Callable[[Step], None] | None = None) -> TrialResult:
     host = host or detect()
     rt = runtimes.get(tp.runtime, host)
-    if tp.resource == "network" and rt.joins_netns:
-        return failed_trial(tp, rt.joins_netns, capacity, facts, status="n/a")
+    if tp.resource == "network" and rt.no_netns:
+        return trial_without_data(tp, "n/a", rt.no_netns, capacity, facts)
     sc = tp.scenario
     period = spec.trial.bucket_ms / 1000
     uid = uuid.uuid4().hex[:8]
-    result = failed_trial(tp, "", capacity, facts)
+    result = trial_without_data(tp, "failed", "", capacity, facts)
     rec = result.record
     containers: dict[str, runtimes.Container] = {}
     data_dirs = {t: DATA / f"{runtimes.NAME_PREFIX}{uid}-{t}" for t in TENANTS}

@@ -5,13 +5,13 @@ import uuid
 
 from ..cgroups import CgroupHost
 from .base import (NAME_PREFIX, STATE, Availability, Container, ContainerSpec, Runtime, RuntimeError_,
-                   signals_deferred)
+                   last_line, signals_deferred)
 from .engine import Engine, Kata
 from .lxc import Lxc
 from .oci import Crun, Runc, Runsc
 
 __all__ = ["NAME_PREFIX", "STATE", "Availability", "Container", "ContainerSpec", "Engine", "Runtime", "RuntimeError_",
-           "KNOWN", "get", "availability", "all_runtimes", "signals_deferred"]
+           "KNOWN", "get", "availability", "all_runtimes", "last_line", "signals_deferred"]
 
 KNOWN = ("runc", "crun", "runsc", "lxc", "kata", "docker", "podman")
 

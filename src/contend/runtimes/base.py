@@ -91,7 +91,7 @@ class Availability:
 class Runtime(ABC):
     name: str = ""
     binary: str = ""
-    joins_netns: str = ""  # why this runtime cannot join a network namespace contend made ("" = it can)
+    no_netns: str = ""  # why this runtime cannot join a network namespace contend made ("" = it can)
 
     def __init__(self, host: CgroupHost | None = None):
         self.host = host or detect()
@@ -194,6 +194,14 @@ class Runtime(ABC):
                 cg.remove()
 
 
+def last_line(text: str | bytes | None) -> str:
+    """The last line a failing command wrote: usually its reason."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    lines = (text or "").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
 def remember_netns(state: Path, netns: Path | None) -> None:
     """Note the network namespace a container was started in, in its state directory."""
     if netns is not None:
@@ -264,9 +272,5 @@ def check(cmd: list[str], what: str, timeout: float = 60, **kw) -> subprocess.Co
     except RuntimeError_ as e:
         raise RuntimeError_(f"{what}: {e}") from None
     if p.returncode != 0:
-        text = p.stderr or p.stdout or ""
-        if isinstance(text, bytes):
-            text = text.decode(errors="replace")
-        msg = text.strip().splitlines()
-        raise RuntimeError_(f"{what}: `{' '.join(cmd)}` failed: {msg[-1] if msg else p.returncode}")
+        raise RuntimeError_(f"{what}: `{' '.join(cmd)}` failed: {last_line(p.stderr or p.stdout) or p.returncode}")
     return p

@@ -12,7 +12,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from .base import NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check
+from .base import NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check, last_line
 from .rootfs import CAPS, DIRS, USR_LINKS, host_binds
 
 IMAGE = "contend/hostfs:1"
@@ -43,7 +43,7 @@ def device_node(majmin: str) -> str:
 class Engine(Runtime):
     """docker or podman; `oci_runtime` picks the engine's --runtime (runc, runsc, crun...) if set."""
 
-    joins_netns = ("network trials are not run: an engine container gets the engine's own network, "
+    no_netns = ("network trials are not run: an engine container gets the engine's own network, "
                    "not a namespace on contend's bottleneck link")
 
     def __init__(self, binary: str, oci_runtime: str | None = None, host=None):
@@ -62,8 +62,7 @@ class Engine(Runtime):
             return False, f"{self.binary} not installed"
         p = subprocess.run([self.binary, "info"], capture_output=True, text=True, timeout=15)
         if p.returncode != 0:
-            lines = (p.stderr or p.stdout).strip().splitlines()
-            return False, f"{self.binary} engine not running: {lines[-1] if lines else p.returncode}"
+            return False, f"{self.binary} engine not running: {last_line(p.stderr or p.stdout) or p.returncode}"
         return True, ""
 
     def ensure_image(self) -> None:
@@ -83,7 +82,7 @@ class Engine(Runtime):
         if self.oci_runtime:
             args += ["--runtime", self.oci_runtime]
         if spec.netns:
-            raise RuntimeError_(f"{self.name}: {self.joins_netns}")
+            raise RuntimeError_(f"{self.name}: {self.no_netns}")
         args += ["--network", "none"]
         if lim.cpu is not None:
             args += ["--cpus", str(lim.cpu)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..cgroups import Limits
 from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries, in_netns,
-                   remember_netns)
+                   last_line, remember_netns)
 from .rootfs import CAPS, host_binds, make_rootfs
 
 
@@ -89,8 +89,8 @@ class Lxc(Runtime):
         (cdir / "config").write_text(self.config(spec, rootfs, cg.relpath))
         c = Container(spec.name, cg, tracking)
         remember_netns(cdir, spec.netns)
-        check([*in_netns(cdir), self.binary, "-n", spec.name, "-P", str(self.lxcpath), "-f", str(cdir / "config"),
-               "-o", str(cdir / "lxc.log"), "-l", "ERROR", "-d", "--", *spec.command],
+        check(self.tool(self.binary, spec.name, "-f", str(cdir / "config"), "-o", str(cdir / "lxc.log"), "-l",
+                        "ERROR", "-d", "--", *spec.command),
               f"lxc-execute {spec.name}", stdin=subprocess.DEVNULL)
         self._wait_running(spec.name)
         if tracking is not None and tracking.dir not in cg.dirs():
@@ -101,21 +101,25 @@ class Lxc(Runtime):
         self.track(c)
         return c
 
+    def tool(self, tool: str, name: str, *args: str) -> list[str]:
+        """An lxc tool for one container: inside the container's network namespace when it has one (lxc's
+        command socket is an abstract socket of that namespace)."""
+        return [*in_netns(self.lxcpath / name), tool, "-n", name, "-P", str(self.lxcpath), *args]
+
     def _wait_running(self, name: str, timeout: float = 15) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            p = subprocess.run([*in_netns(self.lxcpath / name), "lxc-info", "-n", name, "-P", str(self.lxcpath), "-s", "-H"],
-                               capture_output=True, text=True)
+            p = subprocess.run(self.tool("lxc-info", name, "-s", "-H"), capture_output=True, text=True)
             if p.stdout.strip() == "RUNNING":
                 return
             time.sleep(0.1)
         log = self.lxcpath / name / "lxc.log"
-        tail = log.read_text().strip().splitlines()[-1:] if log.exists() else []
-        raise RuntimeError_(f"lxc {name}: not running after {timeout}s {' '.join(tail)}")
+        tail = last_line(log.read_text()) if log.exists() else ""
+        raise RuntimeError_(f"lxc {name}: not running after {timeout}s {tail}".strip())
 
     def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
-        return [*in_netns(self.lxcpath / c.name), "lxc-attach", "-n", c.name, "-P", str(self.lxcpath), "--clear-env",
-                "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp", "--",
+        return [*self.tool("lxc-attach", c.name, "--clear-env", "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp"),
+                "--",
                 # lxc-attach keeps the caller's cwd (or /, read-only here): start in /tmp
                 "/bin/sh", "-c", 'cd /tmp && exec "$@"', "sh", *argv]
 
@@ -123,7 +127,7 @@ class Lxc(Runtime):
         return [d.name for d in entries(self.lxcpath) if d.name.startswith(NAME_PREFIX)]
 
     def _remove(self, name: str) -> None:
-        subprocess.run([*in_netns(self.lxcpath / name), "lxc-stop", "-n", name, "-P", str(self.lxcpath), "-k"], capture_output=True, timeout=30)
+        subprocess.run(self.tool("lxc-stop", name, "-k"), capture_output=True, timeout=30)
         # lxc-execute's monitor tears down on its own after the stop, racing with us: kill it (and its cgroup)
         # first, then the container's, and only then remove the files it could still write
         self.forget_cgroups(name + "-monitor")

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries, in_netns,
-                   remember_netns, run_atomic)
+                   last_line, remember_netns, run_atomic)
 from .rootfs import oci_config, write_bundle
 
 BUNDLES = STATE / "bundles"
@@ -46,8 +46,7 @@ class OciRuntime(Runtime):
             p = run_atomic(self.cli_for(spec.name, "create", "--bundle", str(bundle), spec.name),
                            stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         if p.returncode != 0:
-            lines = log.read_text().strip().splitlines()
-            raise RuntimeError_(f"{self.name} create {spec.name}: {lines[-1] if lines else p.returncode}")
+            raise RuntimeError_(f"{self.name} create {spec.name}: {last_line(log.read_text()) or p.returncode}")
         self.track(c)
         check(self.cli_for(spec.name, "start", spec.name), f"{self.name} start {spec.name}")
         return c
@@ -103,7 +102,7 @@ class Crun(OciRuntime):
     exec_args = ["--no-new-privs", "--cwd", "/tmp"]  # crun exec does not take these from config.json
 
     def cli(self, *args: str) -> list[str]:
-        base = [self.binary, "--root", str(self.root), *self.global_args, *args]
+        base = super().cli(*args)
         if self.host.mode != "hybrid":
             return base
         unified = str(self.host.unified)
@@ -123,7 +122,7 @@ class Runsc(OciRuntime):
 
     name = "runsc"
     binary = "runsc"
-    global_args = ["--platform=ptrace", "--network=none"]
+    global_args = ["--platform=ptrace"]
 
     def config_netns(self, spec: ContainerSpec) -> str | None:
         return "" if spec.netns else None
@@ -134,6 +133,4 @@ class Runsc(OciRuntime):
 
     def cli_for(self, name: str, *args: str) -> list[str]:
         enter = in_netns(self.bundle_dir(name))
-        if not enter:
-            return self.cli(*args)
-        return [*enter, self.binary, "--root", str(self.root), "--platform=ptrace", "--network=host", *args]
+        return [*enter, *self.cli("--network=host" if enter else "--network=none", *args)]
