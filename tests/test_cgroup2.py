@@ -128,3 +128,23 @@ def test_real_v2_doctor_reports_v2():
     assert p.returncode == 0, p.stderr
     cg = json.loads(p.stdout)["cgroups"]
     assert cg["mode"] == "v2" and {"cpu", "io", "memory"} <= set(cg["controllers"])
+
+
+def test_real_v2_guard_caps_appear_follow_the_load_and_disappear_on_exit(cg):
+    """The guard's collector (io.stat) and limiter (io.max) on a real v2 kernel."""
+    from .guardkit import write_under_guard
+    w = write_under_guard(HOST, cg, DISK, "/dev/vda", 20e6, mbytes=60)
+    assert w.during and max(w.during) >= 0.8 * 20e6
+    busy = [r for r in w.records if r.usage > 0.5 * 20e6]
+    assert busy and sum(r.usage for r in busy) / len(busy) <= 1.2 * 20e6  # io.max holds the cap
+    assert w.after_writer is not None and w.after_writer < 0.5 * 20e6
+    assert w.after_exit is None or not (w.after_exit.wbps or w.after_exit.rbps)
+
+
+def test_real_v2_sigkilled_guard_leaves_io_max_that_clean_removes(cg):
+    from contend.clean import clean
+
+    from .guardkit import kill_guard_with_caps
+    kill_guard_with_caps(cg, DISK)
+    clean()
+    assert not cg.exists() or not (cg.io_limits().get(DISK) and cg.io_limits()[DISK].wbps)

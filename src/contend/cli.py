@@ -132,7 +132,8 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
                                         "(repetitions, trial lengths, capacity) replaces the study's."),
         as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON at the end.")):
     """Run an experiment: every runtime × scenario × resource × repetition of SPEC, then metrics, table
-    and report. Ctrl-C stops after cleaning up; finished trials are kept."""
+    and report; or, for a spec of kind: guard, every workload under every guard policy side by side.
+    Ctrl-C stops after cleaning up; finished trials are kept."""
     from .spec import SpecError, load
     try:
         spec = load(spec_path)
@@ -148,7 +149,11 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
         fail(f"{directory}: results directory exists and is not empty (choose another --out)")
     from .study import Study
     _term_as_interrupt()
-    study = Study(spec, directory, console)
+    if spec.kind == "guard":
+        from .guard.study import ProtectionStudy
+        study = ProtectionStudy(spec, directory, console)
+    else:
+        study = Study(spec, directory, console)
     code = study.run()
     if as_json:
         print(json.dumps(study.rows, indent=1, default=str))
@@ -171,6 +176,74 @@ def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results 
         written = rep.refresh(directory, store, title=str(directory), width=console.width)
     console.print(written.table)
     console.print(f"report: {written.path}")
+
+
+# ---------------------------------------------------------------- guard
+@app.command()
+def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECTOR",
+                                           help="What to protect (repeatable): cgroup:PATH, docker:NAME, "
+                                                "docker:label=K=V, podman:NAME, or contend (its containers)."),
+          config: Optional[Path] = typer.Option(None, "--config", "-c",
+                                                help="YAML with the same keys (targets with weights, disks, ...)."),
+          policy: Optional[str] = typer.Option(None, help="contend (default), aridac, static or none."),
+          capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
+                                             help="A disk to guard and what it delivers, e.g. 254:0=4G "
+                                                  "(repeatable; default: the calibrated disk)."),
+          period_ms: Optional[int] = typer.Option(None, help="Collector and policy period (default 100 ms)."),
+          window: Optional[int] = typer.Option(None, help="N: periods in a target's lifeline (default 30)."),
+          p: Optional[float] = typer.Option(None, "--p", help="P: elastic ratio, cap = lifeline × (1 + P) "
+                                                              "(default 0.2)."),
+          floor: Optional[float] = typer.Option(None, help="No cap below this share of capacity (default 0.02)."),
+          dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log, set no cap."),
+          metrics: Optional[str] = typer.Option(None, help="Prometheus endpoint HOST:PORT, or off "
+                                                           "(default 127.0.0.1:9731)."),
+          alert_cmd: Optional[str] = typer.Option(None, help="Shell command run when an overload alert is "
+                                                             "raised or cleared (CONTEND_ALERT_* in its env)."),
+          duration: Optional[float] = typer.Option(None, min=0.1, help="Stop after this many seconds "
+                                                                       "(default: until Ctrl-C / SIGTERM).")):
+    """Protect containers' disk I/O from bursting neighbours: every period, read each target's I/O from its
+    cgroup, let the policy decide caps, set them as io.max / blkio.throttle on the whole disk. Logs are JSON
+    lines on stderr. Every cap is removed when the guard stops; `contend clean` removes those of a guard
+    that was killed."""
+    from .guard import Guard, TargetError, default_disks
+    from .guard.config import load
+    from .spec import SpecError
+    disks = []
+    for c in capacity:
+        dev, sep, rate = c.partition("=")
+        if not sep:
+            fail(f"--capacity {c}: expected MAJ:MIN=RATE, e.g. 254:0=4G")
+        disks.append({"device": dev, "capacity": rate})
+    try:
+        cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
+                            "window": window, "p": p, "floor": floor, "dry_run": dry_run or None,
+                            "metrics": metrics, "alert_cmd": alert_cmd})
+    except SpecError as e:
+        fail(str(e))
+    need_root("contend guard")
+    capacities = {d.device: d.capacity for d in cfg.disks} or default_disks(
+        say=lambda s: print(f"contend: {s}", file=sys.stderr))
+    for dev in capacities:
+        if not Path(f"/sys/dev/block/{dev}").exists():
+            fail(f"disk {dev}: no such block device")
+    _term_as_interrupt()
+    try:
+        g = Guard(cfg, capacities)
+    except OSError as e:  # the metrics port taken, say
+        fail(f"cannot start: {e}")
+    try:
+        g.scan(strict=True)
+    except TargetError as e:
+        g.close()
+        fail(str(e))
+    from .runtimes import signals_deferred
+    try:
+        g.run(duration=duration)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with signals_deferred():
+            g.close()
 
 
 # ---------------------------------------------------------------- clean

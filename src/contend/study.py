@@ -55,9 +55,7 @@ class Study:
                       f"({', '.join(spec.runtimes)} × {', '.join(s.name for s in spec.resolved_scenarios())} × "
                       f"{', '.join(spec.resources)} × {spec.repetitions} rep), about "
                       f"{done[-1] / 60:.1f} min; results in {self.dir}", highlight=False)
-            with Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
-                          TextColumn("trial {task.fields[trial]}"), TimeElapsedColumn(),
-                          TextColumn("ETA"), TimeRemainingColumn(), console=con) as bar:
+            with progress_bar(con) as bar:
                 task = bar.add_task("starting", total=done[-1], trial=f"0/{len(trials)}")
                 for i, tp in enumerate(trials):
                     done_before = done[i]
@@ -77,19 +75,8 @@ class Study:
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            written = rep.refresh(self.dir, store, title=f"{spec.name}: isolation metrics", width=con.width)
-            store.close()
-        self.rows = written.rows
-        con.print(written.table)
-        con.print(f"metrics: {self.dir / 'metrics.csv'}\nreport:  {written.path}")
-        if interrupted:
-            con.print(f"[yellow]interrupted[/yellow]: finished trials are kept in {self.dir}; "
-                      "everything the interrupted trial created was removed (check: contend clean --dry-run)")
-            return 130
-        if failed:
-            con.print(f"[red]{failed} of {len(trials)} trials failed[/red] (reasons in the table and report)")
-            return 1
-        return 0
+            self.rows = finish(con, self.dir, store, f"{spec.name}: isolation metrics")
+        return outcome(con, self.dir, interrupted, failed, len(trials), "trials")
 
     def _trial(self, store: Store, tp: TrialPlan, capacity: dict, host_facts: dict, runnable: dict, host,
                on_step) -> bool:
@@ -106,6 +93,36 @@ class Study:
         if result.record.status == "failed":
             self.console.print(f"[red]failed[/red] {tp.id}: {result.record.reason}", highlight=False)
         return result.record.status != "failed"
+
+
+def finish(con: Console, directory: Path, store: Store, title: str) -> list[dict]:
+    """The end of every run, interrupted or not: the report from what the store holds, printed."""
+    try:
+        written = rep.refresh(directory, store, title=title, width=con.width)
+    finally:
+        store.close()
+    con.print(written.table)
+    con.print(f"metrics: {directory / 'metrics.csv'}\nreport:  {written.path}")
+    return written.rows
+
+
+def outcome(con: Console, directory: Path, interrupted: bool, failed: int, total: int, what: str) -> int:
+    """The exit code (130 interrupted, 1 something failed, 0 ok), said in one line."""
+    if interrupted:
+        con.print(f"[yellow]interrupted[/yellow]: finished {what} are kept in {directory}; "
+                  "everything the interrupted one created was removed (check: contend clean --dry-run)")
+        return 130
+    if failed:
+        con.print(f"[red]{failed} of {total} {what} failed[/red] (reasons in the table and report)")
+        return 1
+    return 0
+
+
+def progress_bar(console: Console) -> Progress:
+    """What every long run shows: what runs now, the bar, trial k/n, time spent and the ETA."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                    TextColumn("trial {task.fields[trial]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                    TimeRemainingColumn(), console=console)
 
 
 def not_run(tp: TrialPlan, runnable: dict) -> str:

@@ -1,7 +1,8 @@
 """clean: find and remove everything contend ever created on this host, by its prefix.
 
 Containers of every runtime, bundles and runtime state, cgroups in every hierarchy (tracking ones
-included), per-tenant data directories, network namespaces, veths and bridges.
+included), per-tenant data directories, network namespaces, veths and bridges, and the disk caps of a
+guard that did not exit cleanly.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Callable
 
 from .. import runtimes
 from ..cgroups import PREFIX, CgroupHost, detect, remove_tree
+from ..guard import limiter as guard_limiter
 from ..network import remove_netns
 from ..paths import DATA, STATE
 from ..runtimes import NAME_PREFIX
@@ -65,6 +67,9 @@ def find(host: CgroupHost | None = None) -> list[Leftover]:
         found += [Leftover("directory", str(d), partial(shutil.rmtree, d, True))
                   for d in _subdirs(base) if d.name.startswith(NAME_PREFIX)]
     found += _netns() + _links()
+    # caps of a guard that was killed (SIGKILL, a crash): restore what was there before them
+    found += [Leftover("guard cap", f"{e['cgroup']} {e['device']}" if e else str(f),
+                       partial(guard_limiter.remove_leftover, host, f, e)) for f, e in guard_limiter.leftovers()]
     return found
 
 

@@ -23,6 +23,14 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def unique(items: list, names: list[str], what: str) -> list:
+    """items, if no name repeats; else the error names the first repeat's index."""
+    for i, n in enumerate(names):
+        if n in names[:i]:
+            raise ValueError(f"[{i}] {what} {n!r} given twice")
+    return items
+
+
 class Scenario(Strict):
     """Volpert Table 1: workloads w as a fraction of the tenant's limit l, limits as a fraction of capacity."""
 
@@ -87,6 +95,7 @@ class Metrics(Strict):
 
 
 class Spec(Strict):
+    kind: Literal["isolation"] = "isolation"
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
     runtimes: list[str] = Field(min_length=1)
@@ -129,19 +138,12 @@ class Spec(Strict):
     @field_validator("resources")
     @classmethod
     def _unique_resources(cls, v: list[str]) -> list[str]:
-        for i, r in enumerate(v):
-            if r in v[:i]:
-                raise ValueError(f"[{i}] resource {r!r} given twice")
-        return v
+        return unique(v, v, "resource")
 
     @field_validator("scenarios")
     @classmethod
     def _unique_scenarios(cls, v: list[Scenario]) -> list[Scenario]:
-        names = [s.name for s in v]
-        for i, n in enumerate(names):
-            if n in names[:i]:
-                raise ValueError(f"[{i}] scenario {n!r} given twice")
-        return v
+        return unique(v, [s.name for s in v], "scenario")
 
     def resolved_scenarios(self) -> list[Scenario]:
         return list(self.scenarios)
@@ -156,6 +158,78 @@ class Spec(Strict):
 
     def resolved(self) -> dict:
         """The spec with standard scenarios written out: what a results directory keeps."""
+        return self.model_dump(mode="json")
+
+
+class GuardSettings(Strict):
+    """The guard's tunables, shared by `contend guard` and guard studies."""
+
+    period_ms: int = Field(default=100, ge=10, le=60_000)  # collector and policy period
+    window: int = Field(default=30, ge=1, le=100_000)  # N: periods in a target's lifeline
+    p: float = Field(default=0.2, ge=0, le=100)  # elastic ratio P: cap = lifeline × (1 + P)
+    floor: float = Field(default=0.02, gt=0, lt=1)  # no cap below this share of the disk's capacity
+
+
+class Workload(Strict):
+    """Aridac §5.1: a victim writing steadily, a neighbour at the same rate that bursts (10×) with a fixed
+    amount of I/O, then stops (workload 1) or returns to its rate (workload 2). Rates are fractions of the
+    calibrated disk bandwidth."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    victim: float = Field(default=0.2, gt=0, le=1)
+    neighbour: float = Field(default=0.2, ge=0, le=1)
+    burst: float = Field(default=10, gt=1, le=1000)  # × the neighbour's rate while it bursts
+    burst_at_s: float = Field(default=10, gt=0, le=3600)
+    burst_volume_s: float = Field(default=8, gt=0, le=3600)  # the burst's I/O, in seconds of full bandwidth
+    after: Literal["stop", "steady"] = "stop"
+    tail_s: float = Field(default=8, gt=0, le=3600)
+    max_s: float = Field(default=300, gt=0, le=86_400)  # no run lasts longer, whatever the policy
+
+
+class GuardQuick(Strict):
+    repetitions: int = Field(default=1, gt=0, le=1000)
+    time_scale: float = Field(default=0.4, gt=0, le=1)  # burst_at_s, burst_volume_s and tail_s × this
+
+
+class GuardStudy(Strict):
+    """A guard evaluation: every workload under every policy, side by side on this host's disk."""
+
+    kind: Literal["guard"]
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    runtime: str = "runc"
+    policies: list[Literal["none", "static", "aridac", "contend"]] = Field(min_length=1)
+    workloads: list[Workload] = Field(min_length=1)
+    repetitions: int = Field(default=1, gt=0, le=1000)
+    guard: GuardSettings = GuardSettings()
+    quick: GuardQuick = GuardQuick()
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, v: str) -> str:
+        from ..runtimes import KNOWN
+        if v.split("-")[0] not in KNOWN:
+            raise ValueError(f"unknown runtime {v!r} (known: {', '.join(KNOWN)})")
+        return v
+
+    @field_validator("policies")
+    @classmethod
+    def _unique_policies(cls, v: list[str]) -> list[str]:
+        return unique(v, v, "policy")
+
+    @field_validator("workloads")
+    @classmethod
+    def _unique_workloads(cls, v: list[Workload]) -> list[Workload]:
+        return unique(v, [w.name for w in v], "workload")
+
+    def quickened(self) -> "GuardStudy":
+        f = self.quick.time_scale
+        wl = [w.model_copy(update={"burst_at_s": w.burst_at_s * f, "burst_volume_s": w.burst_volume_s * f,
+                                   "tail_s": w.tail_s * f}) for w in self.workloads]
+        return self.model_copy(update={"repetitions": self.quick.repetitions, "workloads": wl,
+                                       "name": self.name + "-quick"})
+
+    def resolved(self) -> dict:
         return self.model_dump(mode="json")
 
 
@@ -202,7 +276,7 @@ def _format_error(source: str, e: ValidationError) -> str:
     return f"{source}: {path or '(top)'}: {msg[0].lower() + msg[1:] if msg else msg}{more}"
 
 
-def parse(text: str, source: str = "spec") -> Spec:
+def parse(text: str, source: str = "spec") -> Spec | GuardStudy:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -211,13 +285,14 @@ def parse(text: str, source: str = "spec") -> Spec:
         raise SpecError(f"{source}:{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
     if not isinstance(doc, dict):
         raise SpecError(f"{source}: (top): must be a mapping of keys, got {type(doc).__name__}")
+    model = GuardStudy if doc.get("kind") == "guard" else Spec
     try:
-        return Spec.model_validate(doc)
+        return model.model_validate(doc)
     except ValidationError as e:
         raise SpecError(format_error(source, e)) from None
 
 
-def load(path: str | Path) -> Spec:
+def load(path: str | Path) -> Spec | GuardStudy:
     p = Path(path)
     try:
         text = p.read_text()

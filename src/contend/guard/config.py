@@ -1,0 +1,87 @@
+"""The guard's configuration: a YAML file and/or command-line flags, validated with pydantic.
+
+Every error is one line naming where (file or flag) and what (exit 2)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+
+from ..spec import GuardSettings, SpecError, Strict, format_error
+from .targets import check_selector
+
+UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30}
+
+
+def parse_rate(text: str | float | int) -> float:
+    """'800M', '1.5G', '500Mi', 1e9 → bytes/s (decimal units, as fio's; 'i' for binary)."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kKmMgGtT]i?)?[bB]?(?:/s)?\s*", str(text))
+    if not m:
+        raise ValueError(f"not a rate: {text!r} (e.g. 800M, 1.5G, 500Mi)")
+    return float(m.group(1)) * UNITS[(m.group(2) or "").lower()]
+
+
+class Disk(Strict):
+    device: str = Field(pattern=r"^[0-9]+:[0-9]+$")  # MAJ:MIN of a whole disk
+    capacity: float = Field(gt=0)  # bytes/s (reads + writes) the disk delivers
+
+    @field_validator("capacity", mode="before")
+    @classmethod
+    def _rate(cls, v):
+        return parse_rate(v)
+
+
+class TargetSel(Strict):
+    target: str
+    weight: float = Field(default=1.0, gt=0, le=1000)
+
+    @field_validator("target")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        return check_selector(v)
+
+
+class GuardConfig(GuardSettings):
+    policy: Literal["none", "static", "aridac", "contend"] = "contend"
+    targets: list[TargetSel] = Field(min_length=1)
+    disks: list[Disk] = []  # empty: the calibrated experiment disk and its capacity
+    dry_run: bool = False
+    metrics: str = Field(default="127.0.0.1:9731", pattern=r"^(off|[^:]*:[0-9]+)$")  # Prometheus; "off"
+    alert_cmd: str = ""  # run by the shell on every alert raised or cleared (CONTEND_ALERT_* in its env)
+    rescan_s: float = Field(default=1.0, gt=0, le=3600)  # how often selectors are resolved again
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _short_targets(cls, v):
+        if isinstance(v, list):
+            return [{"target": t} if isinstance(t, str) else t for t in v]
+        return v
+
+
+def load(path: Path | None, overrides: dict, source_flags: str = "command line") -> GuardConfig:
+    """The config file (if any) with the flags given on top."""
+    doc: dict = {}
+    source = source_flags
+    if path is not None:
+        source = str(path)
+        try:
+            doc = yaml.safe_load(Path(path).read_text()) or {}
+        except FileNotFoundError:
+            raise SpecError(f"{path}: no such file") from None
+        except yaml.YAMLError as e:
+            raise SpecError(f"{path}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        if not isinstance(doc, dict):
+            raise SpecError(f"{path}: (top): must be a mapping of keys")
+    for k, v in overrides.items():
+        if v is not None and v != [] and v != ():
+            doc[k] = v
+            source = source_flags if path is None else f"{path} (with flags)"
+    try:
+        return GuardConfig.model_validate(doc)
+    except ValidationError as e:
+        raise SpecError(format_error(source, e)) from None

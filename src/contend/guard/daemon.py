@@ -1,0 +1,245 @@
+"""The guard daemon: every period, collector → policy (per disk) → limiter; targets rescanned as they come
+and go; structured logs (JSON lines), Prometheus metrics, alerts with an optional command hook.
+
+On exit (normal, Ctrl-C, SIGTERM) every cap it set is removed and what was there before restored.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TextIO
+
+import numpy as np
+from prometheus_client import CollectorRegistry, Gauge, start_http_server
+
+from ..cgroups import CgroupHost, detect
+from .collector import Collector
+from .config import GuardConfig
+from .limiter import Limiter
+from .policy import PolicyInput, TargetView, make
+from .targets import Resolved, TargetError, resolve
+
+
+@dataclass(frozen=True)
+class Period:
+    """One target on one disk in one period: what the guard saw and did (its record, for evaluations)."""
+
+    t: float
+    target: str
+    device: str
+    usage: float  # bytes/s
+    cap: float | None  # bytes/s set for the next period
+    capacity: float  # the capacity the policy divided
+    latency_ms: float  # the disk's mean ms per I/O
+    alert: str
+
+
+class Metrics:
+    """The Prometheus endpoint (its own registry, so several guards in one process do not clash)."""
+
+    def __init__(self, listen: str):
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.usage = Gauge("contend_guard_usage_bytes_per_second", "Disk bytes/s a target used in the last period",
+                           ["target", "device"], registry=r)
+        self.cap = Gauge("contend_guard_cap_bytes_per_second", "The cap set on a target (absent: none)",
+                         ["target", "device"], registry=r)
+        self.capacity = Gauge("contend_guard_capacity_bytes_per_second",
+                              "The capacity the policy divides (contend: probed)", ["device"], registry=r)
+        self.latency = Gauge("contend_guard_device_latency_seconds", "Mean time per I/O on the disk", ["device"],
+                             registry=r)
+        self.alert = Gauge("contend_guard_alert", "1 while the disk is overloaded (caps needed exceed capacity)",
+                           ["device"], registry=r)
+        self.targets = Gauge("contend_guard_targets", "Targets guarded", registry=r)
+        self.server = None
+        if listen != "off":
+            host, _, port = listen.rpartition(":")
+            self.server, _ = start_http_server(int(port), host or "127.0.0.1", registry=r)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+    def drop(self, target: str, device: str) -> None:
+        for g in (self.usage, self.cap):
+            try:
+                g.remove(target, device)
+            except KeyError:
+                pass
+
+
+class Guard:
+    def __init__(self, cfg: GuardConfig, disks: dict[str, float], host: CgroupHost | None = None,
+                 log: TextIO | None = sys.stderr, record: bool = False, clock0: float | None = None,
+                 metrics: bool = True):
+        self.cfg = cfg
+        self.disks = disks  # MAJ:MIN -> configured capacity, bytes/s
+        self.host = host or detect()
+        self.policy = make(cfg.policy, cfg.window, cfg.p)
+        self.collector = Collector(list(disks))
+        self.limiter = Limiter(self.host, cfg.dry_run)
+        self.log_stream = log
+        self.clock0 = time.monotonic() if clock0 is None else clock0
+        self.targets: dict[str, Resolved] = {}
+        keep = max(cfg.window, 3) + 1
+        self.usage: dict[tuple[str, str], deque] = {}
+        self._keep = keep
+        self.latency = {d: deque(maxlen=max(keep, 50)) for d in disks}
+        self.state: dict[str, dict] = {d: {} for d in disks}
+        self.alerts: dict[str, str] = {d: "" for d in disks}
+        self.caps: dict[tuple[str, str], float | None] = {}
+        self.records: list[Period] | None = [] if record else None
+        self.metrics = Metrics(cfg.metrics if metrics else "off")
+        self._hooks: list[subprocess.Popen] = []
+        self._last_scan = -math.inf
+        self._logged_caps: dict[tuple[str, str], float | None] = {}
+        self._closed = False
+
+    # -- logs and alerts
+    def log(self, event: str, **fields) -> None:
+        if self.log_stream is None:
+            return
+        line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
+                "event": event, **fields}
+        print(json.dumps(line), file=self.log_stream, flush=True)
+
+    def _alert(self, device: str, message: str) -> None:
+        before = self.alerts[device]
+        self.alerts[device] = message
+        self.metrics.alert.labels(device).set(1 if message else 0)
+        if bool(before) == bool(message):
+            return
+        state = "raised" if message else "cleared"
+        self.log("alert" if message else "alert-cleared", device=device, message=message or before)
+        if self.cfg.alert_cmd:
+            env = {**os.environ, "CONTEND_ALERT_STATE": state, "CONTEND_ALERT_DEVICE": device,
+                   "CONTEND_ALERT_MESSAGE": message or before}
+            self._hooks.append(subprocess.Popen(self.cfg.alert_cmd, shell=True, env=env,
+                                                stdin=subprocess.DEVNULL, start_new_session=True))
+        self._hooks = [h for h in self._hooks if h.poll() is None]
+
+    # -- targets
+    def scan(self, strict: bool = False) -> None:
+        """Resolve every selector again: new targets start being watched, gone ones lose their caps.
+        strict (at start): a selector that names nothing is an error (TargetError)."""
+        found: dict[str, Resolved] = {}
+        for sel in self.cfg.targets:
+            try:
+                for r in resolve(self.host, sel.target, sel.weight):
+                    found.setdefault(r.name, r)
+            except TargetError:
+                if strict:
+                    raise
+        for name in [n for n in self.targets if n not in found or not self.host.cgroup(found[n].relpath).exists()]:
+            gone = self.targets.pop(name)
+            self.log("target-gone", target=name, cgroup=gone.relpath)
+            try:
+                self.limiter.release_target(gone.relpath)
+            except OSError:
+                pass
+            self.collector.forget(name)
+            for d in self.disks:
+                self.usage.pop((name, d), None)
+                self.caps.pop((name, d), None)
+                self.metrics.drop(name, d)
+        for name, r in found.items():
+            if name not in self.targets:
+                self.targets[name] = r
+                self.log("target-added", target=name, cgroup=r.relpath, weight=r.weight)
+        self.metrics.targets.set(len(self.targets))
+
+    # -- one period
+    def step(self) -> None:
+        now = time.monotonic()
+        if now - self._last_scan >= self.cfg.rescan_s:
+            self._last_scan = now
+            self.scan()
+        t = now - self.clock0
+        seen: dict[str, dict] = {}
+        for name, r in list(self.targets.items()):
+            try:
+                u = self.collector.usage(name, self.host.cgroup(r.relpath))
+            except OSError:
+                continue
+            if u is not None:
+                seen[name] = u
+        lat = self.collector.latency()
+        for dev, capacity in self.disks.items():
+            if not math.isnan(lat[dev]):
+                self.latency[dev].append(lat[dev])
+                self.metrics.latency.labels(dev).set(lat[dev] / 1e3)
+            views = []
+            for name, u in seen.items():
+                h = self.usage.setdefault((name, dev), deque(maxlen=self._keep))
+                h.append(u[dev].bytes_s)
+                self.metrics.usage.labels(name, dev).set(u[dev].bytes_s)
+                views.append(TargetView(name, np.array(h), self.caps.get((name, dev)), self.targets[name].weight))
+            if not views:
+                continue
+            d = self.policy.decide(PolicyInput(views, capacity, self.cfg.floor * capacity,
+                                               np.array(self.latency[dev]), self.state[dev]))
+            self.state[dev] = d.state
+            self.metrics.capacity.labels(dev).set(d.capacity)
+            for name, cap in d.caps.items():
+                self.caps[(name, dev)] = cap
+                try:
+                    self.limiter.apply(self.targets[name].relpath, dev, cap)
+                except OSError as e:  # the cgroup went away between scan and now
+                    self.log("cap-failed", target=name, device=dev, error=str(e))
+                    continue
+                if cap is None:
+                    self.metrics.cap.labels(name, dev).set(math.nan)
+                else:
+                    self.metrics.cap.labels(name, dev).set(cap)
+                self._log_cap(name, dev, cap, seen[name][dev].bytes_s)
+                if self.records is not None:
+                    self.records.append(Period(t, name, dev, seen[name][dev].bytes_s, cap, d.capacity, lat[dev],
+                                               d.alert))
+            self._alert(dev, d.alert)
+
+    def _log_cap(self, name: str, dev: str, cap: float | None, usage: float) -> None:
+        """A log line when a cap appears, goes, or moves by more than 10 %."""
+        old = self._logged_caps.get((name, dev), "unset")
+        if old == "unset" or (old is None) != (cap is None) or (
+                cap is not None and old is not None and abs(cap - old) > 0.1 * old):
+            self._logged_caps[(name, dev)] = cap
+            self.log("cap", target=name, device=dev, cap_bytes_s=None if cap is None else round(cap),
+                     usage_bytes_s=round(usage), dry_run=self.cfg.dry_run)
+
+    # -- the loop
+    def run(self, stop: threading.Event | None = None, duration: float | None = None) -> None:
+        """Until stop is set, duration passes, or an interrupt; caps are removed however it ends."""
+        stop = stop or threading.Event()
+        period = self.cfg.period_ms / 1000
+        end = None if duration is None else time.monotonic() + duration
+        self.log("start", policy=self.cfg.policy, disks={d: round(c) for d, c in self.disks.items()},
+                 period_ms=self.cfg.period_ms, dry_run=self.cfg.dry_run, pid=os.getpid())
+        try:
+            next_at = time.monotonic()
+            while not stop.is_set() and (end is None or time.monotonic() < end):
+                self.step()
+                next_at += period
+                stop.wait(max(0.0, next_at - time.monotonic()))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.limiter.release_all()
+        self.metrics.close()
+        for h in self._hooks:
+            try:
+                h.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                h.kill()
+        self.log("stop", caps_removed=True)

@@ -1,0 +1,231 @@
+"""A guard study: Aridac's workloads on this host's disk, each under every policy, side by side.
+
+One run = two containers (victim, neighbour) writing with fio, the guard (in a thread) guarding both,
+the cgroup sampler watching (host view) and fio logging its own throughput and latency (guest view).
+It measures and records; protection metrics are computed by report/ from the store.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from .. import runtimes
+from ..cgroups import CgroupHost, detect
+from ..metrics import StepWindow
+from ..paths import DATA
+from ..probes import CgroupSampler, Sample, Target
+from ..runner import TrialResult
+from ..runtimes import ContainerSpec, RuntimeError_, last_line, signals_deferred
+from ..spec import GuardStudy, Workload
+from ..store import TrialRecord
+from .config import GuardConfig
+from .daemon import Guard
+
+TENANTS = ("victim", "neighbour")
+SIZE = "1G"  # each tenant's file; fio wraps around it
+
+
+def fio_common(tenant: str, block: str, iodepth: int) -> list[str]:
+    """Options every job of a tenant shares (before the first --name: fio's global section)."""
+    return [f"--filename=/data/{tenant}.dat", f"--size={SIZE}", "--direct=1", "--ioengine=libaio", "--rw=write",
+            f"--bs={block}", f"--iodepth={iodepth}"]
+
+
+def victim_argv(rate: float, max_s: float) -> list[str]:
+    """Steady writes at its rate, logging throughput and latency every 100 ms, until stopped."""
+    return ["fio", *fio_common("victim", "256k", 4), "--name=victim", f"--rate={int(rate)}", "--time_based",
+            f"--runtime={int(max_s)}", "--write_lat_log=/data/victim", "--write_bw_log=/data/victim",
+            "--log_avg_msec=100", "--output-format=json", "--output=/data/victim.json"]
+
+
+def neighbour_argv(w: Workload, capacity: float) -> list[str]:
+    """Three jobs in one fio run: steady at its rate until the burst; the burst's fixed amount of I/O at
+    burst × its rate (more than the disk gives), forked at the start and held back by startdelay, so it
+    starts on time; for workload 2, steady again once the burst is done (wait_for)."""
+    rate = max(1, int(w.neighbour * capacity))
+    argv = ["fio", "--output-format=json", "--output=/data/neighbour.json", *fio_common("neighbour", "1M", 32),
+            "--name=steady", f"--rate={rate}", "--time_based", f"--runtime={int(w.burst_at_s * 1000)}ms",
+            "--name=burst", f"--startdelay={int(w.burst_at_s * 1000)}ms", f"--rate={int(rate * w.burst)}",
+            f"--io_size={int(w.burst_volume_s * capacity)}"]
+    if w.after == "steady":
+        argv += ["--name=after", "--wait_for=burst", f"--rate={rate}", "--time_based",
+                 f"--runtime={int(w.tail_s * 1000)}ms"]
+    return argv
+
+
+def read_log(path: Path, t0: float, scale: float) -> list[tuple[float, float]]:
+    """A fio log (ms since the job started, value) as (trial seconds, value × scale)."""
+    out = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 2 and parts[0].isdigit():
+            out.append((t0 + int(parts[0]) / 1000, float(parts[1]) * scale))
+    return out
+
+
+def phases(report: Path) -> dict[str, float]:
+    """Seconds each neighbour job ran, by name."""
+    try:
+        jobs = json.loads(report.read_text()).get("jobs", [])
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return {j["jobname"]: j.get("job_runtime", 0) / 1000 for j in jobs}
+
+
+def interrupt_fio(c: runtimes.Container) -> None:
+    """SIGINT to the fio processes in a container: fio ends its jobs and writes its report and logs."""
+    for pid in c.cgroup.procs():
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "fio":
+                os.kill(pid, signal.SIGINT)
+        except (OSError, ProcessLookupError):
+            pass
+
+
+def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, capacity: dict, facts: dict,
+                         log: Path, host: CgroupHost | None = None) -> TrialResult:
+    """One run; the guard's JSON-lines log goes to `log`."""
+    host = host or detect()
+    rt = runtimes.get(study.runtime, host)
+    C = float(capacity["disk_write_bw_bytes_s"])
+    dev = capacity["disk_device"]
+    uid = uuid.uuid4().hex[:8]
+    trial_id = f"{w.name}.{policy}.r{rep}"
+    now = time.time()
+    result = TrialResult(TrialRecord(trial_id, rt.name, f"{w.name}/{policy}", "disk", rep, "failed", "", now, now,
+                                     {**w.model_dump(), "policy": policy, "guard": study.guard.model_dump()},
+                                     capacity, facts))
+    rec = result.record
+    containers: dict[str, runtimes.Container] = {}
+    data = {t: DATA / f"{runtimes.NAME_PREFIX}{uid}-{t}" for t in TENANTS}
+    sampler = guard = None
+    stop = threading.Event()
+    thread = None
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        os.sync()
+        for t in TENANTS:
+            data[t].mkdir(parents=True, exist_ok=True)
+            containers[t] = rt.create(ContainerSpec(f"{uid}-{t}", data_dir=data[t]))
+        for t in TENANTS:  # lay the files out before the clock starts
+            p = rt.run(containers[t], ["fio", *fio_common(t, "1M", 8), f"--name={t}", "--create_only=1"],
+                       timeout=300)
+            if p.returncode != 0:
+                raise RuntimeError_(f"{t}: fio layout exited {p.returncode} {last_line(p.stderr)}")
+        clock0 = time.monotonic()
+        rel = {containers[t].cgroup.relpath: t for t in TENANTS}
+        cfg = GuardConfig(policy=policy, targets=[{"target": f"cgroup:{r}"} for r in rel], metrics="off",
+                          **study.guard.model_dump())
+        log.parent.mkdir(parents=True, exist_ok=True)
+        guard = Guard(cfg, {dev: C}, host, log=open(log, "w"), record=True, clock0=clock0, metrics=False)
+        guard.scan(strict=True)
+        sampler = CgroupSampler([Target(t, containers[t].cgroup) for t in TENANTS], 0.1, clock0).start()
+        starts = {}
+        for t, argv in (("victim", victim_argv(w.victim * C, w.max_s)), ("neighbour", neighbour_argv(w, C))):
+            starts[t] = time.monotonic() - clock0
+            procs[t] = rt.exec(containers[t], argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # the guard starts once both write steadily: every policy begins from a history of real use, not
+        # from the caps of two idle containers (fio would then catch up on its rate for seconds)
+        time.sleep(min(1.0, w.burst_at_s / 4))
+        thread = threading.Thread(target=guard.run, args=(stop,), name="guard", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + w.max_s
+        n = procs["neighbour"]
+        while n.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if n.poll() is None:
+            interrupt_fio(containers["neighbour"])
+            result.events.append((time.monotonic() - clock0, "neighbour", "timeout",
+                                  f"the burst did not finish within max_s={w.max_s:g}s"))
+        if w.after == "stop":
+            time.sleep(w.tail_s)  # the victim alone again: what the burst left behind
+        interrupt_fio(containers["victim"])
+        for t, p in procs.items():
+            try:
+                _, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+            # the victim is stopped with SIGINT: fio then ends its jobs, writes its logs and exits 128 or so
+            if p.returncode != 0 and not (t == "victim" and (data[t] / "victim_bw.1.log").exists()):
+                raise RuntimeError_(f"{t}: fio exited {p.returncode} {last_line(err)}")
+        t_end = time.monotonic() - clock0
+        stop.set()
+        thread.join(timeout=10)
+        result.samples += sampler.stop()
+        ran = phases(data["neighbour"] / "neighbour.json")
+        if "burst" not in ran:
+            raise RuntimeError_("neighbour: fio wrote no report of its burst")
+        burst_start = starts["neighbour"] + w.burst_at_s  # its startdelay
+        burst_end = burst_start + ran["burst"]
+        _guest(result, data["victim"], starts["victim"])
+        _guard_record(result, guard, rel)
+        nb = w.neighbour * C
+        result.steps += [
+            StepWindow(0, "steady", 0.0, burst_start, {"victim": w.victim, "neighbour": w.neighbour}),
+            StepWindow(1, "burst", burst_start, burst_end, {"victim": w.victim, "neighbour": w.neighbour * w.burst}),
+            StepWindow(2, "after", burst_end, t_end,
+                       {"victim": w.victim, "neighbour": w.neighbour if w.after == "steady" else 0.0})]
+        result.events += [(burst_start, "neighbour", "burst-start", f"{w.burst:g} × {nb / 1e6:.0f} MB/s"),
+                          (burst_end, "neighbour", "burst-end", f"{w.burst_volume_s * C / 1e9:.1f} GB written")]
+        rec.status = "ok"
+    except RuntimeError_ as e:
+        rec.reason = str(e)
+    except (OSError, ValueError, subprocess.SubprocessError) as e:
+        rec.reason = f"{type(e).__name__}: {e}"
+    finally:
+        with signals_deferred():
+            stop.set()
+            if thread is not None:
+                thread.join(timeout=10)
+            if guard is not None:
+                guard.close()  # caps off before the containers go (a no-op if the thread did it)
+                if guard.log_stream is not None:
+                    guard.log_stream.close()
+            if sampler is not None:
+                sampler.stop()
+            for p in procs.values():
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            for c in containers.values():
+                rt.delete(c)
+            for d in data.values():
+                shutil.rmtree(d, ignore_errors=True)
+            rec.ended_at = time.time()
+    return result
+
+
+def _guest(result: TrialResult, victim_dir: Path, t0: float) -> None:
+    """The victim's fio logs: throughput (KiB/s) and mean latency (ns) per 100 ms."""
+    for t, v in read_log(victim_dir / "victim_bw.1.log", t0, 1024.0):
+        result.samples.append(Sample(t, "victim", "load", "bytes_s", v))
+    for t, v in read_log(victim_dir / "victim_lat.1.log", t0, 1e-6):
+        result.samples.append(Sample(t, "victim", "load", "lat_ms", v))
+
+
+def _guard_record(result: TrialResult, guard: Guard, rel: dict[str, str]) -> None:
+    """What the guard saw and set, period by period (source "guard")."""
+    alert = ""
+    for r in guard.records or []:
+        tenant = rel.get(r.target, r.target)
+        result.samples.append(Sample(r.t, tenant, "guard", "usage_bytes_s", r.usage))
+        if r.cap is not None:
+            result.samples.append(Sample(r.t, tenant, "guard", "cap_bytes_s", r.cap))
+        result.samples.append(Sample(r.t, "", "guard", "capacity_bytes_s", r.capacity))
+        if r.latency_ms == r.latency_ms:  # not nan
+            result.samples.append(Sample(r.t, "", "guard", "device_lat_ms", r.latency_ms))
+        if r.alert != alert:
+            result.events.append((r.t, "", "alert" if r.alert else "alert-cleared", r.alert or alert))
+            alert = r.alert

@@ -1,0 +1,212 @@
+"""Guard policies: pure functions from what was seen (usage history, current caps, capacity) to caps.
+
+Every quantity is bytes/s of one disk (reads + writes). A policy never reads a file or a clock; the
+daemon hands it a `PolicyInput` each period and applies the `Decision`. What a policy must remember
+between periods (contend's capacity estimate) travels in `Decision.state` and comes back next period,
+so the policy itself stays a function.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TargetView:
+    """One target on one disk: its usage per period (bytes/s, oldest first) and the cap now set."""
+
+    name: str
+    usage: np.ndarray
+    cap: float | None = None  # None: no cap set
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class PolicyInput:
+    targets: list[TargetView]
+    capacity: float  # bytes/s the disk is believed to deliver (configured or calibrated)
+    floor: float  # no cap goes below this
+    latency: np.ndarray = field(default_factory=lambda: np.array([]))  # device ms per I/O per period
+    state: dict = field(default_factory=dict)  # what the policy returned last period
+
+
+@dataclass
+class Decision:
+    caps: dict[str, float | None]  # per target; None = no cap
+    alert: str = ""  # non-empty: overload (the caps the targets need exceed the capacity)
+    capacity: float = math.nan  # the capacity the policy divided (contend: its probed estimate)
+    state: dict = field(default_factory=dict)
+
+
+class Policy:
+    name = ""
+
+    def decide(self, inp: PolicyInput) -> Decision:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class NoPolicy(Policy):
+    """No caps at all: the kernel's default answer."""
+
+    name = "none"
+
+    def decide(self, inp: PolicyInput) -> Decision:
+        return Decision({t.name: None for t in inp.targets}, capacity=inp.capacity)
+
+
+class StaticPolicy(Policy):
+    """Static caps by weight: capacity × weight / Σ weights each, whatever the load (io.max set once)."""
+
+    name = "static"
+
+    def decide(self, inp: PolicyInput) -> Decision:
+        total = sum(t.weight for t in inp.targets) or 1.0
+        return Decision({t.name: max(inp.floor, inp.capacity * t.weight / total) for t in inp.targets},
+                        capacity=inp.capacity)
+
+
+def _mean_tail(u: np.ndarray, n: int) -> float:
+    return float(np.mean(u[-n:])) if len(u) else 0.0
+
+
+@dataclass
+class AridacPolicy(Policy):
+    """Yue, Peng, Wang (Aridac) §3-4: lifeline = mean of the last N samples, cap = lifeline × (1 + P).
+
+    Scale up: a target using (almost) its whole cap grows by (1 + P) a period into idle capacity.
+    Scale down: a cap more than (1 + P)² above its lifeline × (1 + P) falls back to it. Alert: the
+    lifeline caps sum past the capacity (the paper's "sum of the caps bigger than 1").
+    """
+
+    n: int = 30
+    p: float = 0.2
+    name = "aridac"
+
+    def decide(self, inp: PolicyInput) -> Decision:
+        base = {t.name: max(inp.floor, _mean_tail(t.usage, self.n) * (1 + self.p)) for t in inp.targets}
+        caps: dict[str, float | None] = {}
+        idle = inp.capacity - sum(max(base[t.name], t.cap or 0.0) for t in inp.targets)
+        for t in inp.targets:
+            cap = base[t.name]
+            if t.cap is not None and len(t.usage):
+                if t.usage[-1] >= 0.95 * t.cap and idle > 0:  # scale up into idle capacity
+                    grown = min(t.cap * (1 + self.p), cap + idle)
+                    idle -= max(0.0, grown - cap)
+                    cap = max(cap, grown)
+                elif t.cap <= cap * (1 + self.p) ** 2:  # not far above need: keep it
+                    cap = max(cap, t.cap)
+            caps[t.name] = cap
+        need = sum(base.values())
+        alert = (f"caps {need / 1e6:.0f} MB/s exceed capacity {inp.capacity / 1e6:.0f} MB/s"
+                 if need > inp.capacity else "")
+        return Decision(caps, alert, inp.capacity)
+
+
+def waterfill(claims: dict[str, float], weights: dict[str, float], capacity: float) -> dict[str, float]:
+    """Weighted max-min fair shares of capacity: nobody gets more than it claims; what a modest claim
+    leaves is shared by the others in proportion to their weights (claims may be inf)."""
+    shares = {k: 0.0 for k in claims}
+    left = dict(claims)
+    room = max(0.0, capacity)
+    while left and room > 1e-9:
+        wsum = sum(weights[k] for k in left)
+        level = room / wsum  # per unit of weight
+        capped = {k: c for k, c in left.items() if c <= level * weights[k]}
+        if not capped:
+            for k in left:
+                shares[k] += level * weights[k]
+            return shares
+        for k, c in capped.items():
+            shares[k] += c
+            room -= c
+            del left[k]
+    return shares
+
+
+@dataclass
+class ContendPolicy(Policy):
+    """contend's policy: protect each target's lifeline, hand the rest to whoever wants it.
+
+    - lifeline: the median of the last `window` periods, so a burst shorter than half of it does not
+      raise it and a victim squeezed for a moment does not lose it;
+    - claim: lifeline or recent use (mean of the last 3 periods), whichever is higher, × (1 + P); a target
+      using (almost) its whole cap wants more: its claim is unbounded;
+    - caps: weighted max-min fair shares of the capacity estimate over the claims (work-conserving: all of
+      the estimate is handed out as soon as somebody wants it, within a period or two);
+    - capacity estimate (probed, Aridac's future work): when a target not at its cap falls below its
+      lifeline while the disk is saturated (somebody at its cap, the device latency well above its floor,
+      or everybody below their lifelines at once), the disk delivers less than the caps promise: the
+      estimate drops by `backoff` (AIMD, not below `lowest`), then holds three periods while the victim recovers. While nobody
+      is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
+      hurt last time. A disk that slows down (Aridac Fig. 8) lowers the estimate instead of squeezing the
+      victim.
+    """
+
+    window: int = 30
+    p: float = 0.2
+    tolerance: float = 0.1  # below (1 - tolerance) × lifeline counts as pre-empted
+    backoff: float = 0.9  # the estimate after pre-emption, × what it was
+    climb: float = 0.01  # growth per period, × the configured capacity
+    lowest: float = 0.5  # the estimate never drops below this share of the configured capacity: a disk that
+    # slowed further is not helped by squeezing everybody (the overload alert says it instead)
+    latency_factor: float = 4.0  # device latency this many times its floor counts as saturated (0: ignore)
+    name = "contend"
+
+    def decide(self, inp: PolicyInput) -> Decision:
+        cap_max = inp.capacity
+        est = float(inp.state.get("capacity", cap_max))
+        bad = float(inp.state.get("hurt_at", cap_max))
+        claims, weights, lifelines = {}, {}, {}
+        wanting, preempted = [], []
+        total = 0.0
+        for t in inp.targets:
+            u = t.usage
+            life = float(np.median(u[-self.window:])) if len(u) else 0.0
+            recent = _mean_tail(u, 3)
+            total += recent
+            lifelines[t.name] = life
+            weights[t.name] = t.weight
+            at_cap = t.cap is not None and len(u) and u[-1] >= 0.9 * t.cap
+            if at_cap or not len(u):
+                wanting.append(t.name)
+                claims[t.name] = math.inf
+            else:
+                claims[t.name] = max(inp.floor, life, recent) * (1 + self.p)
+                # pre-empted: the last two periods below its lifeline (two, not one: a bucket's jitter)
+                if len(u) >= 3 and life > inp.floor and _mean_tail(u, 2) < (1 - self.tolerance) * life:
+                    preempted.append(t.name)
+        # the disk is saturated: somebody wants more than its cap, the device's latency is up, or
+        # everybody got less at once (the disk slowed down)
+        lat = inp.latency
+        slow = self.latency_factor > 0 and len(lat) > 3 and lat[-1] > self.latency_factor * float(np.min(lat))
+        saturated = bool(wanting) or slow or len(preempted) >= 2
+        hold = int(inp.state.get("hold", 0))
+        if saturated and preempted and not hold:
+            # multiplicative decrease of what is handed out, then a pause while the victim recovers
+            bad = est
+            est = max(self.lowest * cap_max, est * self.backoff)
+            hold = 3
+        elif saturated and not preempted:
+            near = est >= self.backoff * bad  # near the level that hurt last time: ten times slower
+            est = min(cap_max, est + self.climb * cap_max * (0.1 if near else 1.0))
+            bad = min(cap_max, bad * 1.002)  # and that level is forgotten slowly
+        hold = max(0, hold - 1)
+        shares = waterfill(claims, weights, est)
+        caps = {k: max(inp.floor, v) for k, v in shares.items()}
+        need = sum(lifelines.values()) * (1 + self.p)
+        alert = (f"lifelines {need / 1e6:.0f} MB/s exceed capacity {est / 1e6:.0f} MB/s"
+                 if need > est else "")
+        return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold})
+
+
+POLICIES = {"none": NoPolicy, "static": StaticPolicy, "aridac": AridacPolicy, "contend": ContendPolicy}
+
+
+def make(name: str, n: int = 30, p: float = 0.2) -> Policy:
+    if name == "aridac":
+        return AridacPolicy(n=n, p=p)
+    if name == "contend":
+        return ContendPolicy(window=n, p=p)
+    return POLICIES[name]()

@@ -1,0 +1,115 @@
+"""How well a guard protected a victim from a burst (pure: arrays in, numbers out).
+
+resctl-bench's protection benchmark judges by the victim's isolation (its work during the interference
+over its work before, p05 and mean) and latency impact; Aridac by whether the victim kept its lifeline and
+how long the burst took. Here, for one run of a workload under one policy:
+
+- isol: per bucket of the burst, victim throughput / the rate it asks for (else its throughput before the
+  burst), at most 1;
+  `isol_mean` and `isol_p05` (the 5th percentile: the worst moments).
+- lat_imp: the victim's mean latency during the burst / before it, - 1 (0: no impact).
+- work_conservation: the burst's mean throughput / the spare capacity (what the disk delivers with
+  nothing limiting anybody, minus the victim's own rate); 1 = the burst got everything the victim left.
+- reaction_s: from the burst's start until the victim's isol (smoothed over `smooth` buckets) is at least
+  `level` and stays there for `hold_s` (or to the burst's end); 0 if it never dropped; nan if never.
+- reclaim_s: from the burst's end until the neighbour's cap is back within 1.5 × its cap before the burst
+  (nan: no caps, nothing to reclaim).
+- burst_completion_s: how long the burst's fixed amount of I/O took.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _window(t: np.ndarray, v: np.ndarray, t0: float, t1: float) -> np.ndarray:
+    return v[(t >= t0) & (t < t1)]
+
+
+def baseline(t: np.ndarray, v: np.ndarray, burst_start: float, warmup_s: float) -> float:
+    """The victim's level before the burst, after its warm-up (nan: no data there)."""
+    w = _window(t, v, min(warmup_s, burst_start / 2), burst_start)
+    return float(np.mean(w)) if len(w) else math.nan
+
+
+def isolation(t, victim, burst_start, burst_end, warmup_s=2.0, reference: float | None = None) -> np.ndarray:
+    """Per bucket of the burst, the victim's throughput over its reference: the rate it asks for where
+    known (a rate-limited load), else what it did before the burst."""
+    base = reference if reference else baseline(t, victim, burst_start, warmup_s)
+    during = _window(t, victim, burst_start, burst_end)
+    if not len(during) or not base > 0:
+        return np.array([])
+    return np.minimum(1.0, during / base)
+
+
+def isol_stats(isol: np.ndarray) -> dict[str, float]:
+    """Mean and 5th percentile of a run's per-bucket isolation (nan: no bucket)."""
+    if not len(isol):
+        return {"isol_mean": math.nan, "isol_p05": math.nan}
+    return {"isol_mean": float(np.mean(isol)), "isol_p05": float(np.percentile(isol, 5))}
+
+
+def reaction(t, isol_t, isol, burst_start, level=0.95, hold_s=1.0, smooth=5) -> float:
+    if not len(isol):
+        return math.nan
+    s = np.convolve(isol, np.ones(smooth) / smooth, mode="valid") if len(isol) >= smooth else isol
+    ts = isol_t[smooth - 1:] if len(isol) >= smooth else isol_t
+    if s.min() >= level:
+        return 0.0
+    ok = s >= level
+    for k in range(len(s)):
+        if not ok[k]:
+            continue
+        held = ok[k:][ts[k:] <= ts[k] + hold_s]
+        if held.all():
+            return float(ts[k] - burst_start)
+    return math.nan
+
+
+def reclaim(cap_t: np.ndarray, cap: np.ndarray, burst_start: float, burst_end: float, ref_s: float = 3.0) -> float:
+    keep = ~np.isnan(cap)
+    cap_t, cap = cap_t[keep], cap[keep]
+    before = _window(cap_t, cap, burst_start - ref_s, burst_start)
+    if not len(before):
+        return math.nan
+    ref = float(np.median(before))
+    after = cap_t >= burst_end
+    back = np.nonzero(after & (cap <= 1.5 * ref))[0]
+    return float(cap_t[back[0]] - burst_end) if len(back) else math.nan
+
+
+def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray, burst_start: float,
+                       burst_end: float, spare: float, cap_t: np.ndarray | None = None,
+                       cap: np.ndarray | None = None, warmup_s: float = 2.0,
+                       reference: float | None = None) -> dict[str, float]:
+    """The host view of one run: victim and neighbour throughput on the same buckets t (bytes/s)."""
+    isol = isolation(t, victim, burst_start, burst_end, warmup_s, reference)
+    isol_t = _window(t, t, burst_start, burst_end)
+    burst = _window(t, neighbour, burst_start, burst_end)
+    return {
+        **isol_stats(isol),
+        "work_conservation": float(np.mean(burst)) / spare if len(burst) and spare > 0 else math.nan,
+        "reaction_s": reaction(t, isol_t, isol, burst_start),
+        "reclaim_s": reclaim(cap_t, cap, burst_start, burst_end) if cap_t is not None and len(cap_t) else math.nan,
+        "burst_completion_s": float(burst_end - burst_start),
+    }
+
+
+def guest_metrics(t: np.ndarray, victim: np.ndarray, lat_t: np.ndarray, lat: np.ndarray, burst_start: float,
+                  burst_end: float, warmup_s: float = 2.0, reference: float | None = None) -> dict[str, float]:
+    """The guest view: the victim's own throughput and latency as its load generator logged them."""
+    isol = isolation(t, victim, burst_start, burst_end, warmup_s, reference)
+    base = baseline(lat_t, lat, burst_start, warmup_s)
+    during = _window(lat_t, lat, burst_start, burst_end)
+    return {
+        **isol_stats(isol),
+        "lat_imp": float(np.mean(during)) / base - 1 if len(during) and base > 0 else math.nan,
+    }
+
+
+def spare_capacity(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray, burst_start: float,
+                   burst_end: float, victim_rate: float) -> float:
+    """What the disk delivered to both during a burst nothing limited, minus the victim's own rate."""
+    total = _window(t, victim + neighbour, burst_start, burst_end)
+    return float(np.mean(total)) - victim_rate if len(total) else math.nan

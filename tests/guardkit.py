@@ -1,0 +1,71 @@
+"""What the guard's real tests share, on a v1/hybrid host and in the v2 guest: a direct writer in a
+cgroup under a guard running in a thread."""
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from contend.cgroups import Cgroup, CgroupHost
+from contend.guard import Guard, GuardConfig
+
+
+@dataclass
+class Watched:
+    during: list[float]  # caps seen on the cgroup while the writer ran (bytes/s, writes)
+    after_writer: float | None  # the cap once the writer had been idle a while
+    after_exit: object  # the cgroup's throttle on the disk after the guard stopped
+    records: list
+    log: str
+
+
+def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, capacity: float,
+                      mbytes: int = 600, policy: str = "contend", idle_s: float = 3.5) -> Watched:
+    """dd `mbytes` MiB of direct writes to target from inside cg while a guard guards cg on device."""
+    cfg = GuardConfig(targets=[{"target": f"cgroup:{cg.relpath}"}], policy=policy, metrics="off")
+    log = io.StringIO()
+    g = Guard(cfg, {device: capacity}, host, log=log, record=True, metrics=False)
+    g.scan(strict=True)
+    stop = threading.Event()
+    th = threading.Thread(target=g.run, args=(stop,))
+    th.start()
+    seen: list[float] = []
+    try:
+        time.sleep(0.5)
+        p = subprocess.Popen(["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={mbytes}", "oflag=direct"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: cg.add_pid(os.getpid()))
+        while p.poll() is None:
+            lim = cg.io_limits().get(device)
+            if lim is not None and lim.wbps:
+                seen.append(float(lim.wbps))
+            time.sleep(0.1)
+        assert p.returncode == 0, p.stderr.read()
+        time.sleep(idle_s)
+        lim = cg.io_limits().get(device)
+        after = float(lim.wbps) if lim is not None and lim.wbps else None
+    finally:
+        stop.set()
+        th.join(timeout=10)
+    return Watched(seen, after, cg.io_limits().get(device), g.records, log.getvalue())
+
+
+def kill_guard_with_caps(cg: Cgroup, device: str) -> None:
+    """Start `contend guard` on cg, wait for its first cap, SIGKILL it: the cap stays behind."""
+    p = subprocess.Popen([sys.executable, "-m", "contend.cli", "guard", "-t", f"cgroup:{cg.relpath}",
+                          "--capacity", f"{device}=200M", "--metrics", "off"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not cg.io_limits().get(device) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert cg.io_limits().get(device), "the guard set no cap"
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert cg.io_limits().get(device)  # SIGKILL: nothing could remove it

@@ -1,0 +1,243 @@
+"""The guard against real cgroups and real writers on this host's disk (v1 blkio here; the same checks
+run on io.max in the v2 guest: test_cgroup2.py), and its command line."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+from contend.cgroups import IoLimit, Limits, detect
+from contend.doctor.calibrate import device_of
+from contend.paths import DATA
+
+from .conftest import IS_ROOT, needs_root, require
+from .guardkit import kill_guard_with_caps, write_under_guard
+
+CONTEND = [sys.executable, "-m", "contend.cli"]
+CAP = 200e6  # the guard is told the disk delivers 200 MB/s: a dd of direct writes wants far more
+
+
+@pytest.fixture
+def cg():
+    host = detect()
+    g = host.cgroup(f"contend/guardtest-{uuid.uuid4().hex[:6]}")
+    g.create()
+    yield host, g
+    g.remove()
+
+
+@pytest.fixture
+def target_file():
+    DATA.mkdir(parents=True, exist_ok=True)
+    f = DATA / f"contend-guardtest-{uuid.uuid4().hex[:6]}.dat"
+    yield f
+    f.unlink(missing_ok=True)
+
+
+def contend(*args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*CONTEND, *args], capture_output=True, text=True, timeout=120, **kw)
+
+
+@needs_root
+def test_caps_appear_follow_the_load_hold_and_disappear_on_exit(cg, target_file):
+    require("dd")
+    host, g = cg
+    dev = device_of(DATA)
+    w = write_under_guard(host, g, dev, str(target_file), CAP)
+    assert w.during, "no cap was set while the writer ran"
+    assert max(w.during) >= 0.8 * CAP  # a writer alone that wants more gets the whole disk ...
+    busy = [r for r in w.records if r.usage > 0.5 * CAP]
+    assert busy and sum(r.usage for r in busy) / len(busy) <= 1.15 * CAP  # ... and no more: the cap holds
+    assert w.after_writer is not None and w.after_writer < 0.5 * CAP  # idle again: the cap came down
+    assert w.after_exit is None or not (w.after_exit.wbps or w.after_exit.rbps)  # gone on exit
+    events = [json.loads(line)["event"] for line in w.log.splitlines()]
+    assert events[0] == "target-added" and "cap" in events and events[-1] == "stop"
+
+
+@needs_root
+def test_a_users_own_throttle_is_kept_under_the_cap_and_restored(cg, target_file):
+    host, g = cg
+    dev = device_of(DATA)
+    g.set_limits(Limits(io=(IoLimit(dev, riops=5000, wbps=150_000_000),)))
+    w = write_under_guard(host, g, dev, str(target_file), CAP, mbytes=300, idle_s=0.5)
+    assert w.during and max(w.during) <= 150_000_000  # the user's tighter limit wins
+    lim = g.io_limits()[dev]
+    assert lim.wbps == 150_000_000 and lim.riops == 5000 and not lim.rbps
+
+
+@needs_root
+def test_dry_run_decides_but_sets_nothing(cg):
+    host, g = cg
+    p = contend("guard", "-t", f"cgroup:{g.relpath}", "--capacity", f"{device_of(DATA)}=200M", "--dry-run",
+                "--metrics", "off", "--duration", "1")
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in p.stderr.splitlines()]
+    assert any(x["event"] == "cap" and x["dry_run"] for x in lines)
+    assert not g.io_limits()
+
+
+@needs_root
+def test_sigkilled_guard_leaves_caps_that_contend_clean_removes(cg):
+    host, g = cg
+    dev = device_of(DATA)
+    kill_guard_with_caps(g, dev)
+    dry = contend("clean", "--dry-run")
+    assert f"guard cap {g.relpath} {dev}" in dry.stdout
+    assert contend("clean").returncode == 0
+    assert not g.exists() or not g.io_limits().get(dev)
+
+
+@needs_root
+def test_sigterm_removes_every_cap_and_metrics_are_served(cg):
+    host, g = cg
+    dev = device_of(DATA)
+    port = 19731 + os.getpid() % 1000
+    p = subprocess.Popen([*CONTEND, "guard", "-t", f"cgroup:{g.relpath}", "--capacity", f"{dev}=200M",
+                          "--metrics", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not g.io_limits().get(dev) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert f'contend_guard_cap_bytes_per_second{{device="{dev}",target="{g.relpath}"}}' in body
+        assert f'contend_guard_capacity_bytes_per_second{{device="{dev}"}}' in body
+        assert "contend_guard_targets 1.0" in body
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert not g.io_limits().get(dev)
+    assert json.loads(err.splitlines()[-1])["event"] == "stop"
+
+
+@needs_root
+def test_alert_hook_runs_when_lifelines_exceed_capacity(cg, target_file, tmp_path):
+    host, g = cg
+    dev = device_of(DATA)
+    flag = tmp_path / "alert"
+    guard = subprocess.Popen([*CONTEND, "guard", "-t", f"cgroup:{g.relpath}", "--capacity", f"{dev}=50M",
+                              "--metrics", "off", "--duration", "4",
+                              "--alert-cmd", f'echo "$CONTEND_ALERT_STATE $CONTEND_ALERT_DEVICE" >> {flag}'],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    writer = subprocess.Popen(["dd", "if=/dev/zero", f"of={target_file}", "bs=1M", "count=400", "oflag=direct"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              preexec_fn=lambda: g.add_pid(os.getpid()))
+    try:
+        _, err = guard.communicate(timeout=60)
+    finally:
+        writer.kill()
+        writer.wait()
+    p = subprocess.CompletedProcess(guard.args, guard.returncode, "", err)
+    assert p.returncode == 0, p.stderr
+    assert any(json.loads(x)["event"] == "alert" for x in p.stderr.splitlines())
+    assert flag.read_text().split()[:2] == ["raised", dev]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-t", "bogus"], "unknown target 'bogus'"),
+    (["-t", "contend", "--p", "-1"], "p: must be >= 0"),
+    (["-t", "contend", "--capacity", "254:0=0"], "disks[0].capacity: must be > 0"),
+    (["-t", "contend", "--capacity", "254:0"], "expected MAJ:MIN=RATE"),
+    (["-t", "contend", "--capacity", "254:0=fast"], "not a rate"),
+    (["-t", "contend", "--policy", "magic"], "policy: must be one of"),
+    ([], "targets: required"),
+])
+def test_bad_configuration_is_one_line_and_exit_2(args, message):
+    p = contend("guard", *args)
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+@needs_root
+def test_unknown_targets_are_exit_2(tmp_path):
+    assert "no such cgroup" in contend("guard", "-t", "cgroup:contend/nope", "--metrics", "off").stderr
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text("targets:\n  - target: contend\n    weight: 0\n")
+    p = contend("guard", "--config", str(cfg))
+    assert p.returncode == 2 and "g.yaml: targets[0].weight: must be > 0" in p.stderr
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root")
+def test_docker_container_by_name_is_a_target(docker_engine):
+    from .conftest import runtime_or_skip
+    rt = runtime_or_skip("docker")
+    from contend.runtimes import ContainerSpec
+    from contend.guard.targets import resolve
+    c = rt.create(ContainerSpec(f"guard-{uuid.uuid4().hex[:6]}"))
+    try:
+        (r,) = resolve(detect(), f"docker:{c.name}")
+        assert r.name == c.name and detect().cgroup(r.relpath).exists()
+        assert r.relpath == c.cgroup.relpath
+    finally:
+        rt.delete(c)
+
+
+SMALL = """
+kind: guard
+name: guard-e2e
+runtime: runc
+policies: [none, contend]
+workloads:
+  - name: workload2
+    burst_at_s: 3
+    burst_volume_s: 1.5
+    after: steady
+    tail_s: 2
+"""
+
+
+@pytest.mark.slow
+@needs_root
+def test_guard_study_end_to_end_with_real_containers(tmp_path):
+    """Aridac's workload 2 under no policy and contend's, real runc containers, real fio, real caps."""
+    from .conftest import runtime_or_skip
+    runtime_or_skip("runc")
+    require("fio")
+    spec = tmp_path / "g.yaml"
+    spec.write_text(SMALL)
+    out = tmp_path / "out"
+    p = contend("run", str(spec), "--out", str(out), env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    import csv
+    rows = list(csv.DictReader(open(out / "metrics.csv")))
+    got = {(r["scenario"], r["view"], r["metric"]): r for r in rows}
+    for policy in ("none", "contend"):
+        for metric in ("isol_mean", "isol_p05", "work_conservation", "reaction_s", "burst_completion_s"):
+            assert (f"workload2/{policy}", "host", metric) in got
+        assert got[(f"workload2/{policy}", "host", "isol_mean")]["value"] != ""
+        assert (f"workload2/{policy}", "guest", "lat_imp") in got
+        assert all(r["resource"] == "disk" and r["runtime"] == "runc" for r in rows)
+    # contend set caps (the neighbour's reclaim is measured); no policy set none
+    assert got[("workload2/contend", "host", "reclaim_s")]["value"] != ""
+    assert got[("workload2/none", "host", "reclaim_s")]["value"] == ""
+    table = (out / "guard-table.md").read_text()
+    assert "| none |" in table and "| contend |" in table
+    assert (out / "report.html").stat().st_size > 10_000
+    assert (out / "figures" / "victim-workload2.png").exists()
+    logs = (out / "guard-logs" / "workload2.contend.r1.jsonl").read_text().splitlines()
+    assert json.loads(logs[-1])["event"] == "stop"
+    assert contend("clean", "--dry-run").stdout.strip() == ""
+    # the report is rebuilt from the store alone
+    again = contend("report", str(out), env={**os.environ, "COLUMNS": "200"})
+    assert again.returncode == 0 and "contend" in again.stdout
+
+
+@pytest.mark.parametrize("patch, message", [
+    ("policies: [none, magic]", "policies[1]: must be one of"),
+    ("policies: [none, none]", "policies[1]: policy 'none' given twice"),
+    ("policies: [none]\nguard: {p: -1}", "guard.p: must be >= 0"),
+])
+def test_bad_guard_study_specs_are_exit_2(tmp_path, patch, message):
+    spec = tmp_path / "g.yaml"
+    spec.write_text(SMALL.replace("policies: [none, contend]", patch))
+    p = contend("run", str(spec), "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and message in p.stderr, p.stderr

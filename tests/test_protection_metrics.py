@@ -1,0 +1,67 @@
+"""Protection metrics against synthetic runs with known answers (pure)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from contend.metrics.protection import guest_metrics, protection_metrics, reclaim, spare_capacity
+
+T = np.arange(0, 40, 0.1) + 0.05  # 100 ms buckets
+START, END = 10.0, 30.0
+
+
+def run(victim_during, neighbour_during, v0=200.0, n0=200.0):
+    during = (T >= START) & (T < END)
+    victim = np.where(during, victim_during, v0)
+    neighbour = np.where(during, neighbour_during, n0)
+    return victim, neighbour
+
+
+def test_untouched_victim_and_all_of_the_spare_for_the_burst():
+    v, n = run(200.0, 800.0)
+    m = protection_metrics(T, v, n, START, END, spare=800.0)
+    assert m["isol_mean"] == pytest.approx(1) and m["isol_p05"] == pytest.approx(1)
+    assert m["work_conservation"] == pytest.approx(1)
+    assert m["reaction_s"] == 0.0
+    assert m["burst_completion_s"] == pytest.approx(20)
+    assert math.isnan(m["reclaim_s"])  # no caps
+
+
+def test_victim_halved_for_the_first_three_seconds():
+    v, n = run(np.where(T < START + 3, 100.0, 200.0), 600.0)
+    m = protection_metrics(T, v, n, START, END, spare=800.0)
+    assert m["isol_mean"] == pytest.approx((3 * 0.5 + 17 * 1) / 20, abs=0.01)
+    assert m["isol_p05"] == pytest.approx(0.5)
+    assert m["reaction_s"] == pytest.approx(3.4, abs=0.15)  # 5-bucket smoothing: 0.4 s late
+    assert m["work_conservation"] == pytest.approx(0.75)
+
+
+def test_never_protected_is_nan_reaction():
+    v, n = run(20.0, 980.0)
+    m = protection_metrics(T, v, n, START, END, spare=800.0)
+    assert m["isol_mean"] == pytest.approx(0.1) and math.isnan(m["reaction_s"])
+
+
+def test_gains_above_baseline_do_not_count_as_more_than_isolated():
+    v, n = run(400.0, 600.0)
+    assert protection_metrics(T, v, n, START, END, 800.0)["isol_mean"] == pytest.approx(1)
+
+
+def test_reclaim_is_when_the_cap_is_back_near_its_level_before_the_burst():
+    cap = np.where(T < START, 240.0, np.where(T < END + 2, 760.0, 250.0))
+    assert reclaim(T, cap, START, END) == pytest.approx(2.05, abs=0.1)
+    assert math.isnan(reclaim(T, np.full_like(T, np.nan), START, END))
+
+
+def test_latency_impact_and_guest_isolation():
+    v, _ = run(150.0, 0.0)
+    lat = np.where((T >= START) & (T < END), 3.0, 1.0)
+    m = guest_metrics(T, v, T, lat, START, END)
+    assert m["lat_imp"] == pytest.approx(2.0) and m["isol_mean"] == pytest.approx(0.75)
+
+
+def test_spare_capacity_of_an_unlimited_burst():
+    v, n = run(50.0, 950.0)
+    assert spare_capacity(T, v, n, START, END, victim_rate=200.0) == pytest.approx(800.0)
