@@ -156,7 +156,8 @@ def iperf_from_netns(lk: Link, tenant: str, bps: float, seconds: int = 2) -> flo
 def test_link_bottleneck_and_tenant_limit_hold(link):
     assert iperf_from_netns(link, "abiding", 100e6) == pytest.approx(100e6, rel=0.05)  # paced, under capacity
     assert iperf_from_netns(link, "abiding", 1e9) == pytest.approx(200e6, rel=0.1)  # the bottleneck
-    assert iperf_from_netns(link, "disruptive", 1e9) == pytest.approx(50e6, rel=0.1)  # its own limit
+    # its own limit: a tbf that holds gives at most the rate, and a loaded 2-CPU host a little less
+    assert 0.75 * 50e6 <= iperf_from_netns(link, "disruptive", 1e9) <= 1.1 * 50e6
     before = counter(link.ports["abiding"].host_dev)
     iperf_from_netns(link, "abiding", 80e6, 1)
     assert (counter(link.ports["abiding"].host_dev) - before) * 8 == pytest.approx(80e6, rel=0.1)
