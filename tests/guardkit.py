@@ -29,7 +29,7 @@ def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, ca
     """dd `mbytes` MiB of direct writes to target from inside cg while a guard guards cg on device."""
     cfg = GuardConfig(targets=[{"target": f"cgroup:{cg.relpath}"}], policy=policy, metrics="off")
     log = io.StringIO()
-    g = Guard(cfg, {device: capacity}, host, log=log, record=True, metrics=False)
+    g = Guard(cfg, {device: capacity}, host, log=log, record=True)
     g.scan(strict=True)
     stop = threading.Event()
     th = threading.Thread(target=g.run, args=(stop,))

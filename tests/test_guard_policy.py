@@ -134,3 +134,18 @@ def test_no_cap_below_the_floor():
                       C, 40.0)
     for pol in (AridacPolicy(), ContendPolicy(), StaticPolicy()):
         assert min(v for v in pol.decide(inp).caps.values()) >= 40.0
+
+
+def test_contend_holds_three_periods_after_a_decrease():
+    """Pre-empted on and on: one decrease, three periods of hold, then the next."""
+    victim = np.array([200.0] * 10 + [100.0] * 3)  # well below its lifeline
+    burst = np.full(13, 800.0)
+    state: dict = {}
+    estimates = []
+    for _ in range(5):
+        inp = PolicyInput([TargetView("victim", victim, cap=240.0), TargetView("burst", burst, cap=800.0)],
+                          C, 10.0, state=state)
+        d = ContendPolicy().decide(inp)
+        state = d.state
+        estimates.append(d.capacity)
+    assert estimates == pytest.approx([900, 900, 900, 900, 810])

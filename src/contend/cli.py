@@ -236,14 +236,10 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     except TargetError as e:
         g.close()
         fail(str(e))
-    from .runtimes import signals_deferred
     try:
-        g.run(duration=duration)
+        g.run(duration=duration)  # removes every cap however it ends
     except KeyboardInterrupt:
         pass
-    finally:
-        with signals_deferred():
-            g.close()
 
 
 # ---------------------------------------------------------------- clean

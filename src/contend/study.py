@@ -80,10 +80,7 @@ class Study:
 
     def _trial(self, store: Store, tp: TrialPlan, capacity: dict, host_facts: dict, runnable: dict, host,
                on_step) -> bool:
-        avail = runnable.get(tp.runtime)
-        # each trial carries the host facts it rested on (resctl-bench's sysreqs, DESIGN §8)
-        trial_facts = {"kernel": host_facts["host"]["kernel"], "cgroups": host_facts["cgroups"],
-                       "runtime": avail or {}, "load_generators": host_facts["load_generators"]}
+        trial_facts = facts_of_trial(host_facts, runnable.get(tp.runtime))
         why = not_run(tp, runnable)
         if why:
             result = trial_without_data(tp, "n/a", why, capacity, trial_facts)
@@ -93,6 +90,12 @@ class Study:
         if result.record.status == "failed":
             self.console.print(f"[red]failed[/red] {tp.id}: {result.record.reason}", highlight=False)
         return result.record.status != "failed"
+
+
+def facts_of_trial(host_facts: dict, runtime: dict | None) -> dict:
+    """The host facts a trial rested on, kept with it (resctl-bench's sysreqs, DESIGN §8)."""
+    return {"kernel": host_facts["host"]["kernel"], "cgroups": host_facts["cgroups"], "runtime": runtime or {},
+            "load_generators": host_facts["load_generators"]}
 
 
 def finish(con: Console, directory: Path, store: Store, title: str) -> list[dict]:

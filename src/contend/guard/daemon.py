@@ -14,12 +14,14 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TextIO
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from ..cgroups import CgroupHost, detect
+from ..runtimes import signals_deferred
 from .collector import Collector
 from .config import GuardConfig
 from .limiter import Limiter
@@ -29,16 +31,15 @@ from .targets import Resolved, TargetError, resolve
 
 @dataclass(frozen=True)
 class Period:
-    """One target on one disk in one period: what the guard saw and did (its record, for evaluations)."""
+    """One disk in one period: what the guard saw and set (its record, for evaluations)."""
 
     t: float
-    target: str
     device: str
-    usage: float  # bytes/s
-    cap: float | None  # bytes/s set for the next period
     capacity: float  # the capacity the policy divided
-    latency_ms: float  # the disk's mean ms per I/O
+    latency_ms: float  # the disk's mean ms per I/O (nan: no I/O)
     alert: str
+    usage: dict[str, float]  # per target, bytes/s
+    caps: dict[str, float | None]  # per target, set for the next period (None: no cap)
 
 
 class Metrics:
@@ -78,8 +79,7 @@ class Metrics:
 
 class Guard:
     def __init__(self, cfg: GuardConfig, disks: dict[str, float], host: CgroupHost | None = None,
-                 log: TextIO | None = sys.stderr, record: bool = False, clock0: float | None = None,
-                 metrics: bool = True):
+                 log: TextIO | None = sys.stderr, record: bool = False, clock0: float | None = None):
         self.cfg = cfg
         self.disks = disks  # MAJ:MIN -> configured capacity, bytes/s
         self.host = host or detect()
@@ -89,15 +89,14 @@ class Guard:
         self.log_stream = log
         self.clock0 = time.monotonic() if clock0 is None else clock0
         self.targets: dict[str, Resolved] = {}
-        keep = max(cfg.window, 3) + 1
+        self._keep = max(cfg.window, 3) + 1  # periods of usage history a policy sees
         self.usage: dict[tuple[str, str], deque] = {}
-        self._keep = keep
-        self.latency = {d: deque(maxlen=max(keep, 50)) for d in disks}
+        self.latency = {d: deque(maxlen=max(self._keep, 50)) for d in disks}
         self.state: dict[str, dict] = {d: {} for d in disks}
         self.alerts: dict[str, str] = {d: "" for d in disks}
         self.caps: dict[tuple[str, str], float | None] = {}
         self.records: list[Period] | None = [] if record else None
-        self.metrics = Metrics(cfg.metrics if metrics else "off")
+        self.metrics = Metrics(cfg.metrics)
         self._hooks: list[subprocess.Popen] = []
         self._last_scan = -math.inf
         self._logged_caps: dict[tuple[str, str], float | None] = {}
@@ -107,8 +106,7 @@ class Guard:
     def log(self, event: str, **fields) -> None:
         if self.log_stream is None:
             return
-        line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
-                "event": event, **fields}
+        line = {"ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "event": event, **fields}
         print(json.dumps(line), file=self.log_stream, flush=True)
 
     def _alert(self, device: str, message: str) -> None:
@@ -195,14 +193,11 @@ class Guard:
                 except OSError as e:  # the cgroup went away between scan and now
                     self.log("cap-failed", target=name, device=dev, error=str(e))
                     continue
-                if cap is None:
-                    self.metrics.cap.labels(name, dev).set(math.nan)
-                else:
-                    self.metrics.cap.labels(name, dev).set(cap)
+                self.metrics.cap.labels(name, dev).set(math.nan if cap is None else cap)
                 self._log_cap(name, dev, cap, seen[name][dev].bytes_s)
-                if self.records is not None:
-                    self.records.append(Period(t, name, dev, seen[name][dev].bytes_s, cap, d.capacity, lat[dev],
-                                               d.alert))
+            if self.records is not None:
+                self.records.append(Period(t, dev, d.capacity, lat[dev], d.alert,
+                                           {n: u[dev].bytes_s for n, u in seen.items()}, dict(d.caps)))
             self._alert(dev, d.alert)
 
     def _log_cap(self, name: str, dev: str, cap: float | None, usage: float) -> None:
@@ -229,9 +224,11 @@ class Guard:
                 next_at += period
                 stop.wait(max(0.0, next_at - time.monotonic()))
         finally:
-            self.close()
+            with signals_deferred():  # a second Ctrl-C must not leave caps behind
+                self.close()
 
     def close(self) -> None:
+        """Every cap off (what was there before restored), the endpoint down; once, however often called."""
         if self._closed:
             return
         self._closed = True

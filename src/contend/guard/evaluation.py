@@ -7,6 +7,7 @@ It measures and records; protection metrics are computed by report/ from the sto
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -21,7 +22,7 @@ from ..cgroups import CgroupHost, detect
 from ..metrics import StepWindow
 from ..paths import DATA
 from ..probes import CgroupSampler, Sample, Target
-from ..runner import TrialResult
+from ..runner import TrialResult, reset_host
 from ..runtimes import ContainerSpec, RuntimeError_, last_line, signals_deferred
 from ..spec import GuardStudy, Workload
 from ..store import TrialRecord
@@ -114,7 +115,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
     thread = None
     procs: dict[str, subprocess.Popen] = {}
     try:
-        os.sync()
+        reset_host("disk")
         for t in TENANTS:
             data[t].mkdir(parents=True, exist_ok=True)
             containers[t] = rt.create(ContainerSpec(f"{uid}-{t}", data_dir=data[t]))
@@ -128,7 +129,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
         cfg = GuardConfig(policy=policy, targets=[{"target": f"cgroup:{r}"} for r in rel], metrics="off",
                           **study.guard.model_dump())
         log.parent.mkdir(parents=True, exist_ok=True)
-        guard = Guard(cfg, {dev: C}, host, log=open(log, "w"), record=True, clock0=clock0, metrics=False)
+        guard = Guard(cfg, {dev: C}, host, log=open(log, "w"), record=True, clock0=clock0)
         guard.scan(strict=True)
         sampler = CgroupSampler([Target(t, containers[t].cgroup) for t in TENANTS], 0.1, clock0).start()
         starts = {}
@@ -219,12 +220,12 @@ def _guard_record(result: TrialResult, guard: Guard, rel: dict[str, str]) -> Non
     """What the guard saw and set, period by period (source "guard")."""
     alert = ""
     for r in guard.records or []:
-        tenant = rel.get(r.target, r.target)
-        result.samples.append(Sample(r.t, tenant, "guard", "usage_bytes_s", r.usage))
-        if r.cap is not None:
-            result.samples.append(Sample(r.t, tenant, "guard", "cap_bytes_s", r.cap))
+        for target, usage in r.usage.items():
+            result.samples.append(Sample(r.t, rel[target], "guard", "usage_bytes_s", usage))
+        result.samples += [Sample(r.t, rel[target], "guard", "cap_bytes_s", cap)
+                           for target, cap in r.caps.items() if cap is not None]
         result.samples.append(Sample(r.t, "", "guard", "capacity_bytes_s", r.capacity))
-        if r.latency_ms == r.latency_ms:  # not nan
+        if not math.isnan(r.latency_ms):
             result.samples.append(Sample(r.t, "", "guard", "device_lat_ms", r.latency_ms))
         if r.alert != alert:
             result.events.append((r.t, "", "alert" if r.alert else "alert-cleared", r.alert or alert))

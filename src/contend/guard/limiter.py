@@ -30,7 +30,7 @@ class Limiter:
         self.dry_run = dry_run
         self.state_file = (state_dir or GUARD_STATE) / f"{os.getpid()}.json"
         self.originals: dict[tuple[str, str], IoLimit | None] = {}  # (cgroup relpath, device) -> before
-        self.caps: dict[tuple[str, str], int] = {}
+        self.caps: dict[tuple[str, str], int] = {}  # what is written now, so an unchanged cap is not rewritten
 
     def apply(self, relpath: str, device: str, cap: float | None) -> None:
         key = (relpath, device)
@@ -38,7 +38,6 @@ class Limiter:
             self.release(relpath, device)
             return
         if self.dry_run:
-            self.caps[key] = int(cap)
             return
         cg = self.host.cgroup(relpath)
         if key not in self.originals:

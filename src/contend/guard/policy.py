@@ -158,44 +158,40 @@ class ContendPolicy(Policy):
         cap_max = inp.capacity
         est = float(inp.state.get("capacity", cap_max))
         bad = float(inp.state.get("hurt_at", cap_max))
-        claims, weights, lifelines = {}, {}, {}
+        hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
+        claims, weights = {}, {}
         wanting, preempted = [], []
-        total = 0.0
+        need = 0.0  # Σ lifeline × (1 + P): what the targets live at
         for t in inp.targets:
             u = t.usage
             life = float(np.median(u[-self.window:])) if len(u) else 0.0
-            recent = _mean_tail(u, 3)
-            total += recent
-            lifelines[t.name] = life
+            need += life * (1 + self.p)
             weights[t.name] = t.weight
-            at_cap = t.cap is not None and len(u) and u[-1] >= 0.9 * t.cap
-            if at_cap or not len(u):
+            if not len(u) or (t.cap is not None and u[-1] >= 0.9 * t.cap):
                 wanting.append(t.name)
                 claims[t.name] = math.inf
-            else:
-                claims[t.name] = max(inp.floor, life, recent) * (1 + self.p)
-                # pre-empted: the last two periods below its lifeline (two, not one: a bucket's jitter)
-                if len(u) >= 3 and life > inp.floor and _mean_tail(u, 2) < (1 - self.tolerance) * life:
-                    preempted.append(t.name)
+                continue
+            claims[t.name] = max(inp.floor, life, _mean_tail(u, 3)) * (1 + self.p)
+            # pre-empted: the last two periods below its lifeline (two, not one: a bucket's jitter)
+            if len(u) >= 3 and life > inp.floor and _mean_tail(u, 2) < (1 - self.tolerance) * life:
+                preempted.append(t.name)
         # the disk is saturated: somebody wants more than its cap, the device's latency is up, or
         # everybody got less at once (the disk slowed down)
         lat = inp.latency
         slow = self.latency_factor > 0 and len(lat) > 3 and lat[-1] > self.latency_factor * float(np.min(lat))
         saturated = bool(wanting) or slow or len(preempted) >= 2
-        hold = int(inp.state.get("hold", 0))
         if saturated and preempted and not hold:
-            # multiplicative decrease of what is handed out, then a pause while the victim recovers
+            # multiplicative decrease of what is handed out, then three periods for the victim to recover
             bad = est
             est = max(self.lowest * cap_max, est * self.backoff)
             hold = 3
-        elif saturated and not preempted:
-            near = est >= self.backoff * bad  # near the level that hurt last time: ten times slower
-            est = min(cap_max, est + self.climb * cap_max * (0.1 if near else 1.0))
-            bad = min(cap_max, bad * 1.002)  # and that level is forgotten slowly
-        hold = max(0, hold - 1)
-        shares = waterfill(claims, weights, est)
-        caps = {k: max(inp.floor, v) for k, v in shares.items()}
-        need = sum(lifelines.values()) * (1 + self.p)
+        else:
+            hold = max(0, hold - 1)
+            if saturated and not preempted:
+                near = est >= self.backoff * bad  # near the level that hurt last time: ten times slower
+                est = min(cap_max, est + self.climb * cap_max * (0.1 if near else 1.0))
+                bad = min(cap_max, bad * 1.002)  # and that level is forgotten slowly
+        caps = {k: max(inp.floor, v) for k, v in waterfill(claims, weights, est).items()}
         alert = (f"lifelines {need / 1e6:.0f} MB/s exceed capacity {est / 1e6:.0f} MB/s"
                  if need > est else "")
         return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold})

@@ -9,7 +9,7 @@ import yaml
 from ..doctor import ensure_capacity, facts
 from ..spec import GuardStudy
 from ..store import Store
-from ..study import Study, finish, outcome, progress_bar
+from ..study import Study, facts_of_trial, finish, outcome, progress_bar
 from .evaluation import run_protection_trial
 
 SETUP_S = 6.0  # containers up, files laid out, containers down
@@ -44,9 +44,8 @@ class ProtectionStudy(Study):
                 host_facts = facts(try_runtimes=True, try_probes=False)
             (self.dir / "host.json").write_text(json.dumps(host_facts, indent=2))
             capacity = ensure_capacity(["disk"], say=lambda s: con.print(s, highlight=False))
-            trial_facts = {"kernel": host_facts["host"]["kernel"], "cgroups": host_facts["cgroups"],
-                           "runtime": next((r for r in host_facts["runtimes"] if r["name"] == spec.runtime), {}),
-                           "load_generators": host_facts["load_generators"]}
+            trial_facts = facts_of_trial(host_facts, next((r for r in host_facts["runtimes"]
+                                                           if r["name"] == spec.runtime), None))
             con.print(f"[bold]{spec.name}[/bold]: {len(runs)} runs ({', '.join(w.name for w in spec.workloads)} × "
                       f"{', '.join(spec.policies)} × {spec.repetitions} rep) on {capacity['disk_device']} "
                       f"({capacity['disk_write_bw_bytes_s'] / 1e9:.1f} GB/s calibrated), about {done[-1] / 60:.1f} min;"

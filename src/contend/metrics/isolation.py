@@ -127,12 +127,19 @@ def escape_ratio(achieved: float, limit: float) -> float:
     return achieved / limit if limit > 0 else NAN
 
 
-def isolation_percentiles(w_a: np.ndarray, w_a_ref: float) -> dict[str, float]:
-    """resctl-style per-sample isol = min(W_a / W_a,ref, 1): p01, p05, p50 and mean."""
+def isol_series(w_a: np.ndarray, w_a_ref: float) -> np.ndarray:
+    """resctl-style per-sample isol = min(W_a / W_a,ref, 1); empty without samples or a reference."""
     w_a = np.asarray(w_a, float)
-    if len(w_a) == 0 or w_a_ref <= 0:
+    if len(w_a) == 0 or not w_a_ref > 0:
+        return np.array([])
+    return np.minimum(w_a / w_a_ref, 1.0)
+
+
+def isolation_percentiles(w_a: np.ndarray, w_a_ref: float) -> dict[str, float]:
+    """Per-sample isol (isol_series): p01, p05, p50 and mean."""
+    isol = isol_series(w_a, w_a_ref)
+    if len(isol) == 0:
         return {k: NAN for k in ("isol_p01", "isol_p05", "isol_p50", "isol_mean")}
-    isol = np.minimum(w_a / w_a_ref, 1.0)
     return {"isol_p01": float(np.percentile(isol, 1)), "isol_p05": float(np.percentile(isol, 5)),
             "isol_p50": float(np.percentile(isol, 50)), "isol_mean": float(isol.mean())}
 

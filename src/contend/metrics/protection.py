@@ -22,6 +22,8 @@ import math
 
 import numpy as np
 
+from .isolation import isol_series, isolation_percentiles
+
 
 def _window(t: np.ndarray, v: np.ndarray, t0: float, t1: float) -> np.ndarray:
     return v[(t >= t0) & (t < t1)]
@@ -34,23 +36,19 @@ def baseline(t: np.ndarray, v: np.ndarray, burst_start: float, warmup_s: float) 
 
 
 def isolation(t, victim, burst_start, burst_end, warmup_s=2.0, reference: float | None = None) -> np.ndarray:
-    """Per bucket of the burst, the victim's throughput over its reference: the rate it asks for where
-    known (a rate-limited load), else what it did before the burst."""
+    """Per bucket of the burst, isol against the victim's reference: the rate it asks for where known (a
+    rate-limited load), else what it did before the burst."""
     base = reference if reference else baseline(t, victim, burst_start, warmup_s)
-    during = _window(t, victim, burst_start, burst_end)
-    if not len(during) or not base > 0:
-        return np.array([])
-    return np.minimum(1.0, during / base)
+    return isol_series(_window(t, victim, burst_start, burst_end), base)
 
 
 def isol_stats(isol: np.ndarray) -> dict[str, float]:
-    """Mean and 5th percentile of a run's per-bucket isolation (nan: no bucket)."""
-    if not len(isol):
-        return {"isol_mean": math.nan, "isol_p05": math.nan}
-    return {"isol_mean": float(np.mean(isol)), "isol_p05": float(np.percentile(isol, 5))}
+    """The two of resctl's isolation figures a guard study reports: mean and 5th percentile."""
+    p = isolation_percentiles(isol, 1.0)  # isol is already a fraction, at most 1
+    return {"isol_mean": p["isol_mean"], "isol_p05": p["isol_p05"]}
 
 
-def reaction(t, isol_t, isol, burst_start, level=0.95, hold_s=1.0, smooth=5) -> float:
+def reaction(isol_t, isol, burst_start, level=0.95, hold_s=1.0, smooth=5) -> float:
     if not len(isol):
         return math.nan
     s = np.convolve(isol, np.ones(smooth) / smooth, mode="valid") if len(isol) >= smooth else isol
@@ -59,10 +57,7 @@ def reaction(t, isol_t, isol, burst_start, level=0.95, hold_s=1.0, smooth=5) -> 
         return 0.0
     ok = s >= level
     for k in range(len(s)):
-        if not ok[k]:
-            continue
-        held = ok[k:][ts[k:] <= ts[k] + hold_s]
-        if held.all():
+        if ok[k] and ok[k:][ts[k:] <= ts[k] + hold_s].all():
             return float(ts[k] - burst_start)
     return math.nan
 
@@ -90,7 +85,7 @@ def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray,
     return {
         **isol_stats(isol),
         "work_conservation": float(np.mean(burst)) / spare if len(burst) and spare > 0 else math.nan,
-        "reaction_s": reaction(t, isol_t, isol, burst_start),
+        "reaction_s": reaction(isol_t, isol, burst_start),
         "reclaim_s": reclaim(cap_t, cap, burst_start, burst_end) if cap_t is not None and len(cap_t) else math.nan,
         "burst_completion_s": float(burst_end - burst_start),
     }

@@ -4,19 +4,15 @@ Reads only the results directory, so it works on a copy made on a machine withou
 """
 from __future__ import annotations
 
-import base64
-import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-import yaml
 from rich.console import Group
 
 from ..store import Store
 from .analyze import analyze, settings, trial_curves
 from .figures import isolation_graph, timeline
+from .page import read_yaml, write_page
 from .table import HEADLINE, TABLE4, pivot, rich_table4, table4, table4_markdown, views_in
 
 __all__ = ["Written", "analyze", "build", "failures", "refresh", "rich_table4"]
@@ -33,10 +29,9 @@ def refresh(directory: Path, store: Store, title: str, width: int = 80) -> Writt
     """Everything a results directory shows, from its store: metrics, metrics.csv, Table 4 per view
     (table4-<view>.md), figures, report.html. The terminal gets Table 4 of the first view measured
     (eBPF, as in the paper, else the cgroup counters)."""
-    spec = _read_yaml(directory / "spec.yaml")
-    if spec.get("kind") == "guard":
+    if read_yaml(directory / "spec.yaml").get("kind") == "guard":
         from .protection import refresh_protection
-        return refresh_protection(directory, store, title, spec, _read_json(directory / "host.json"))
+        return refresh_protection(directory, store, title)
     rows = analyze(directory, store)
     notes = failures(store)
     views = views_in(rows) or ["host"]
@@ -76,32 +71,9 @@ def build(directory: Path, store: Store, rows: list[dict], notes: dict[tuple, st
         title = " · ".join(key)
         png = isolation_graph(figdir / ("isolation-" + "-".join(key)), title, reps, cfg.threshold, cfg.smooth)
         isolation.append({"title": title, "png": png})
-    for f in isolation + timelines:
-        f["data"] = base64.b64encode(f["png"].read_bytes()).decode()
-    env = jinja2.Environment(loader=jinja2.PackageLoader("contend.report", "templates"), autoescape=True)
-    spec = _read_yaml(directory / "spec.yaml")
-    html = env.get_template("report.html.j2").render(
-        name=spec.get("name", directory.name), description=spec.get("description", ""),
-        host=_read_json(directory / "host.json"), n_ok=len(trials), n_trials=len(store.trials()),
-        written=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), headline=HEADLINE,
-        columns=("runtime", "scenario", "resource", "view", *HEADLINE, "n"),
+    return write_page(
+        directory, "report.html.j2", isolation + timelines, n_ok=len(trials), n_trials=len(store.trials()),
+        headline=HEADLINE, columns=("runtime", "scenario", "resource", "view", *HEADLINE, "n"),
         table=pivot(rows, notes), failed=store.trials("failed"), not_run=store.trials("n/a"),
         t4cols=TABLE4, table4=[{"view": v, **t4} for v, t4 in tables.items()],
         isolation=isolation, timelines=timelines, events=store.events())
-    out = directory / "report.html"
-    out.write_text(html)
-    return out
-
-
-def _read_yaml(p: Path) -> dict:
-    try:
-        return yaml.safe_load(p.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return {}
-
-
-def _read_json(p: Path) -> dict:
-    try:
-        return json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {"host": {}, "cgroups": {}}

@@ -4,18 +4,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import yaml
-
 from ..metrics import aggregate, curves, trial_metrics
 from ..spec import Metrics
 from ..store import METRICS_CSV, Store, write_metrics_csv
+from .page import read_yaml
 
 
 def settings(directory: Path) -> Metrics:
     try:
-        doc = yaml.safe_load((directory / "spec.yaml").read_text()) or {}
-        return Metrics.model_validate(doc.get("metrics") or {})
-    except (OSError, yaml.YAMLError, ValueError):
+        return Metrics.model_validate(read_yaml(directory / "spec.yaml").get("metrics") or {})
+    except ValueError:
         return Metrics()
 
 
@@ -37,8 +35,13 @@ def analyze(directory: Path, store: Store) -> list[dict]:
     cfg = settings(directory)
     for t in store.trials("ok"):
         analyze_trial(store, t, cfg)
-    rows = aggregate(store.trial_metric_rows())
-    rows += not_measured(store)
+    return publish(directory, store, not_measured(store))
+
+
+def publish(directory: Path, store: Store, extra: list[dict] = ()) -> list[dict]:
+    """The stored per-trial metrics aggregated (mean, CI) per cell, with `extra` rows, into the store's
+    metrics table and metrics.csv."""
+    rows = aggregate(store.trial_metric_rows()) + list(extra)
     rows.sort(key=lambda r: (r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]))
     store.set_metrics(rows)
     write_metrics_csv(directory / METRICS_CSV, rows)

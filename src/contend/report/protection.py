@@ -3,20 +3,19 @@ by side per workload (terminal, guard-table.md, report.html), a timeline per run
 workload with the victim under every policy (Aridac Fig. 4-7 in kind)."""
 from __future__ import annotations
 
-import base64
 import math
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 import numpy as np
 from rich.console import Group
 from rich.table import Table
 
-from ..metrics import aggregate
 from ..metrics.protection import guest_metrics, protection_metrics, spare_capacity
-from ..store import METRICS_CSV, Store, write_metrics_csv
+from ..store import Store
+from .analyze import publish
 from .figures import _save, plt
+from .page import write_page
 from .table import ci_text
 
 COLUMNS = (("isol_mean", "host", "isol mean"), ("isol_p05", "host", "isol p05"), ("lat_imp", "guest", "lat imp"),
@@ -25,30 +24,53 @@ COLUMNS = (("isol_mean", "host", "isol mean"), ("isol_p05", "host", "isol p05"),
 ORDER = ("none", "static", "aridac", "contend")
 
 
-def io_series(s, tenant: str, source: str = "cgroup") -> tuple[np.ndarray, np.ndarray]:
+def io_series(s, tenant: str) -> tuple[np.ndarray, np.ndarray]:
     """Bytes/s (reads + writes) of a tenant as the cgroup sampler saw them."""
-    t, r = s.series(tenant, source, "io_rbytes_s")
-    _, w = s.series(tenant, source, "io_wbytes_s")
+    t, r = s.series(tenant, "cgroup", "io_rbytes_s")
+    _, w = s.series(tenant, "cgroup", "io_wbytes_s")
     n = min(len(r), len(w))
     return t[:n], r[:n] + w[:n]
 
 
-def burst_window(store: Store, trial_id: str) -> tuple[float, float]:
-    steps = {w.phase: w for w in store.steps(trial_id)}
-    b = steps.get("burst")
-    return (b.t_start, b.t_end) if b else (math.nan, math.nan)
+@dataclass
+class Run:
+    """One stored run, read once for its metrics and its figures."""
+
+    trial: dict
+    samples: object  # metrics.Samples
+    burst: tuple[float, float]  # its window, trial seconds
+    t: np.ndarray  # the victim's host-view buckets, and both tenants' bytes/s on them
+    victim: np.ndarray
+    neighbour: np.ndarray
+
+    @property
+    def workload(self) -> str:
+        return self.trial["scenario"].split("/")[0]
+
+    @property
+    def policy(self) -> str:
+        return self.trial["scenario"].split("/")[-1]
+
+    @property
+    def victim_rate(self) -> float:
+        """The bytes/s the victim asks for: its share of the calibrated bandwidth."""
+        return self.trial["scenario_params"]["victim"] * float(self.trial["capacity"]["disk_write_bw_bytes_s"])
 
 
-def run_metrics(store: Store, trial: dict, spare: float) -> list[tuple[str, str, float]]:
+def load_run(store: Store, trial: dict) -> Run:
     s = store.samples(trial["trial_id"])
-    t0, t1 = burst_window(store, trial["trial_id"])
-    tv, v = io_series(s, "victim")
+    burst = next(((w.t_start, w.t_end) for w in store.steps(trial["trial_id"]) if w.phase == "burst"),
+                 (math.nan, math.nan))
+    t, v = io_series(s, "victim")
     tn, n = io_series(s, "neighbour")
-    n_on_v = np.interp(tv, tn, n) if len(tn) else np.zeros_like(v)
+    return Run(trial, s, burst, t, v, np.interp(t, tn, n) if len(tn) else np.zeros_like(v))
+
+
+def run_metrics(run: Run, spare: float) -> list[tuple[str, str, float]]:
+    s, (t0, t1), ref = run.samples, run.burst, run.victim_rate
     cap_t, cap = s.series("neighbour", "guard", "cap_bytes_s")
-    ref = victim_rate(trial)
-    rows = [("host", k, x) for k, x in protection_metrics(tv, v, n_on_v, t0, t1, spare, cap_t, cap,
-                                                          reference=ref).items()]
+    rows = [("host", k, x) for k, x in protection_metrics(run.t, run.victim, run.neighbour, t0, t1, spare,
+                                                          cap_t, cap, reference=ref).items()]
     gt, gv = s.series("victim", "load", "bytes_s")
     lt, lat = s.series("victim", "load", "lat_ms")
     if len(gt):
@@ -56,40 +78,24 @@ def run_metrics(store: Store, trial: dict, spare: float) -> list[tuple[str, str,
     return rows
 
 
-def victim_rate(trial: dict) -> float:
-    """The bytes/s the victim asks for: its share of the calibrated bandwidth."""
-    return trial["scenario_params"]["victim"] * float(trial["capacity"].get("disk_write_bw_bytes_s", math.nan))
-
-
-def spares(store: Store) -> dict[str, float]:
+def spares(runs: list[Run]) -> dict[str, float]:
     """Per workload: the spare capacity its `none` runs measured (the disk with nothing limiting it), else
     the calibrated bandwidth less the victim's rate."""
-    out: dict[str, list[float]] = {}
-    fallback: dict[str, float] = {}
-    for t in store.trials("ok"):
-        wl, _, policy = t["scenario"].partition("/")
-        rate = victim_rate(t)
-        fallback[wl] = float(t["capacity"].get("disk_write_bw_bytes_s", math.nan)) - rate
-        if policy != "none":
-            continue
-        s = store.samples(t["trial_id"])
-        t0, t1 = burst_window(store, t["trial_id"])
-        tv, v = io_series(s, "victim")
-        tn, n = io_series(s, "neighbour")
-        if len(tv) and len(tn):
-            out.setdefault(wl, []).append(spare_capacity(tv, v, np.interp(tv, tn, n), t0, t1, rate))
-    return {wl: float(np.nanmean(out[wl])) if wl in out else fb for wl, fb in fallback.items()}
+    out: dict[str, float] = {}
+    for wl in {r.workload for r in runs}:
+        none = [spare_capacity(r.t, r.victim, r.neighbour, *r.burst, r.victim_rate)
+                for r in runs if r.workload == wl and r.policy == "none" and len(r.t)]
+        any_run = next(r for r in runs if r.workload == wl)
+        out[wl] = (float(np.nanmean(none)) if none else
+                   float(any_run.trial["capacity"]["disk_write_bw_bytes_s"]) - any_run.victim_rate)
+    return out
 
 
-def analyze_protection(directory: Path, store: Store) -> list[dict]:
-    spare = spares(store)
-    for t in store.trials("ok"):
-        store.set_trial_metrics(t["trial_id"], run_metrics(store, t, spare[t["scenario"].split("/")[0]]))
-    rows = aggregate(store.trial_metric_rows())
-    rows.sort(key=lambda r: (r["scenario"], r["view"], r["metric"]))
-    store.set_metrics(rows)
-    write_metrics_csv(directory / METRICS_CSV, rows)
-    return rows
+def analyze_protection(directory: Path, store: Store, runs: list[Run]) -> list[dict]:
+    spare = spares(runs)
+    for r in runs:
+        store.set_trial_metrics(r.trial["trial_id"], run_metrics(r, spare[r.workload]))
+    return publish(directory, store)
 
 
 def side_by_side(rows: list[dict], failures: dict[str, str]) -> dict[str, list[list[str]]]:
@@ -135,15 +141,13 @@ def markdown(tables: dict[str, list[list[str]]], title: str) -> str:
     return "\n".join(text)
 
 
-def run_timeline(path: Path, title: str, store: Store, trial: dict) -> Path:
+def run_timeline(path: Path, title: str, run: Run) -> Path:
     """Victim and neighbour throughput (host view), the caps the guard set, its capacity estimate; the
     burst shaded; the victim's own latency below."""
-    s = store.samples(trial["trial_id"])
-    t0, t1 = burst_window(store, trial["trial_id"])
+    s, (t0, t1) = run.samples, run.burst
     fig, (ax, lx) = plt.subplots(2, 1, figsize=(7.5, 4.8), sharex=True, height_ratios=(3, 1.4))
-    for tenant, color in (("victim", "tab:green"), ("neighbour", "tab:red")):
-        t, v = io_series(s, tenant)
-        ax.plot(t, v / 1e9, color=color, lw=1, label=f"{tenant}")
+    for tenant, color, v in (("victim", "tab:green", run.victim), ("neighbour", "tab:red", run.neighbour)):
+        ax.plot(run.t, v / 1e9, color=color, lw=1, label=tenant)
         ct, c = s.series(tenant, "guard", "cap_bytes_s")
         if len(ct):
             ax.plot(ct, c / 1e9, color=color, lw=0.9, ls="--", alpha=0.8, label=f"{tenant} cap")
@@ -167,18 +171,15 @@ def run_timeline(path: Path, title: str, store: Store, trial: dict) -> Path:
     return _save(fig, path)
 
 
-def workload_figure(path: Path, workload: str, store: Store, trials: list[dict]) -> Path:
-    """The victim's throughput under each policy, on one axis (first repetition of each)."""
+def workload_figure(path: Path, workload: str, runs: list[Run]) -> Path:
+    """The victim's throughput under each policy, on one axis (the first repetition of each)."""
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
     seen = set()
-    for t in sorted(trials, key=lambda x: (_rank(x["scenario"].split("/")[-1]), x["repetition"])):
-        policy = t["scenario"].split("/")[-1]
-        if policy in seen:
+    for r in runs:
+        if r.policy in seen:
             continue
-        seen.add(policy)
-        tv, v = io_series(store.samples(t["trial_id"]), "victim")
-        b0, _ = burst_window(store, t["trial_id"])
-        ax.plot(tv - b0, v / 1e9, lw=1, label=policy)
+        seen.add(r.policy)
+        ax.plot(r.t - r.burst[0], r.victim / 1e9, lw=1, label=r.policy)
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlabel("time since the burst started (s)")
     ax.set_ylabel("victim GB/s")
@@ -189,31 +190,24 @@ def workload_figure(path: Path, workload: str, store: Store, trials: list[dict])
     return _save(fig, path)
 
 
-def refresh_protection(directory: Path, store: Store, title: str, spec: dict, host: dict):
+def refresh_protection(directory: Path, store: Store, title: str):
     """Everything a guard study's results directory shows, from its store."""
-    from . import Written
-    rows = analyze_protection(directory, store)
-    failures = {t["scenario"]: t["reason"] for t in store.trials() if t["status"] != "ok"}
-    tables = side_by_side(rows, failures)
+    from . import Written, failures
+    runs = sorted((load_run(store, t) for t in store.trials("ok")),
+                  key=lambda r: (r.workload, _rank(r.policy), r.trial["repetition"]))
+    rows = analyze_protection(directory, store, runs)
+    tables = side_by_side(rows, {key[1]: why for key, why in failures(store).items()})
     (directory / "guard-table.md").write_text(markdown(tables, title))
     figdir = directory / "figures"
-    trials = store.trials("ok")
     figures = []
-    for wl in sorted({t["scenario"].split("/")[0] for t in trials}):
-        mine = [t for t in trials if t["scenario"].split("/")[0] == wl]
+    for wl in sorted({r.workload for r in runs}):
+        mine = [r for r in runs if r.workload == wl]
         figures.append({"title": f"{wl}: victim under each policy",
-                        "png": workload_figure(figdir / f"victim-{wl}", wl, store, mine)})
-        for t in sorted(mine, key=lambda x: (_rank(x["scenario"].split("/")[-1]), x["repetition"])):
-            name = f"{t['scenario']} · rep {t['repetition']}"
-            figures.append({"title": name, "png": run_timeline(figdir / f"timeline-{t['trial_id']}", name, store, t)})
-    for f in figures:
-        f["data"] = base64.b64encode(f["png"].read_bytes()).decode()
-    env = jinja2.Environment(loader=jinja2.PackageLoader("contend.report", "templates"), autoescape=True)
-    html = env.get_template("guard.html.j2").render(
-        name=spec.get("name", directory.name), description=spec.get("description", ""), host=host,
-        written=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), heads=[f"{h} ({v})" for _, v, h in COLUMNS],
-        tables=tables, failed=[t for t in store.trials() if t["status"] != "ok"], figures=figures,
-        events=[e for e in store.events() if e["kind"] in ("alert", "alert-cleared", "timeout")])
-    out = directory / "report.html"
-    out.write_text(html)
+                        "png": workload_figure(figdir / f"victim-{wl}", wl, mine)})
+        for r in mine:
+            name = f"{r.trial['scenario']} · rep {r.trial['repetition']}"
+            figures.append({"title": name, "png": run_timeline(figdir / f"timeline-{r.trial['trial_id']}", name, r)})
+    out = write_page(directory, "guard.html.j2", figures, heads=[f"{h} ({v})" for _, v, h in COLUMNS],
+                     tables=tables, failed=[t for t in store.trials() if t["status"] != "ok"], figures=figures,
+                     events=[e for e in store.events() if e["kind"] in ("alert", "alert-cleared", "timeout")])
     return Written(rows, out, rich_tables(tables, title))
