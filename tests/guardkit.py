@@ -36,7 +36,11 @@ def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, ca
     th.start()
     seen: list[float] = []
     try:
-        time.sleep(0.5)
+        # the writer starts once the guard has decided twice: a cold first period (imports, a slow guest)
+        # would otherwise let the whole write through before any cap exists
+        deadline = time.monotonic() + 30
+        while len(g.records) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         p = subprocess.Popen(["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={mbytes}", "oflag=direct"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              preexec_fn=lambda: cg.add_pid(os.getpid()))
