@@ -2,7 +2,8 @@
 # System packages contend drives (idempotent): runtimes, eBPF, load generators.
 set -euo pipefail
 PKGS=(runc crun runsc lxc bpftrace stress-ng fio iperf3 sysbench iproute2 util-linux procps e2fsprogs
-      qemu-system-x86 busybox-static cpio)   # the last three: the cgroup v2 guest of the test suite
+      qemu-system-x86 busybox-static cpio   # the cgroup v2 guest of the test suite
+      chromium)                             # the report's browser test (headless)
 # a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
 # the tests start it for their session only when it is not running
 command -v dockerd >/dev/null 2>&1 || PKGS+=(docker.io)

@@ -10,7 +10,7 @@ import pytest
 
 from contend.cgroups import Limits
 from contend.probes import BpftraceProbes, CgroupSampler, Target
-from contend.probes.ebpf import CATALOGUE, Probe, probe_types
+from contend.probes.ebpf import CATALOGUE, Probe, probe_types, tick
 from contend.paths import DATA
 from contend.runtimes import ContainerSpec
 
@@ -88,3 +88,15 @@ def test_doctor_probe_types_on_this_host():
     assert types["tracepoint"][0] and types["interval"][0], types
     for name, (ok, why) in types.items():
         assert ok or why, f"{name}: a probe type that does not attach says why"
+
+
+def test_bucket_lengths_come_from_the_kernels_ticks_not_from_when_they_were_read():
+    """A reader that fell behind reads three ticks at once: each bucket still lasts its 100 ms (read
+    times made them ~0 s long, and rates thousands of times too high: runsc trials showed 20,000 CPUs)."""
+    clock0 = 100.0
+    stamp, dt, ns = tick("tick 101000000000", None, 0.1, clock0)
+    assert (dt, ns) == (0.1, 101_000_000_000) and stamp == pytest.approx(0.95)
+    for k in (1, 2, 3):
+        stamp, dt, ns = tick(f"tick {101_000_000_000 + k * 100_000_000}", ns, 0.1, clock0)
+        assert dt == pytest.approx(0.1) and stamp == pytest.approx(1.0 + 0.1 * k - 0.05)
+    assert tick("tick 5", 10, 0.1, 0.0)[1] == 0.1  # out of order: the nominal period

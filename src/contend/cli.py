@@ -178,6 +178,32 @@ def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results 
     console.print(f"report: {written.path}")
 
 
+@app.command()
+def compare(a: Path = typer.Argument(..., metavar="A", help="The baseline results directory."),
+            b: Path = typer.Argument(..., metavar="B", help="The results directory to judge against A."),
+            as_json: bool = typer.Option(False, "--json", help="Print every cell as JSON instead of a table."),
+            show_all: bool = typer.Option(False, "--all", help="List every cell, not only the changed ones."),
+            min_change: float = typer.Option(0.05, "--min-change", min=0.0, metavar="X",
+                                             help="A change smaller than X (in the metric's unit) is never "
+                                                  "significant.")):
+    """The same metrics of two results directories side by side: B − A, whether the 95 % intervals
+    overlap, and a verdict per cell. Exit 1 when a metric got significantly worse (intervals apart, B on
+    the worse side), so it can gate a pipeline; 0 otherwise. Cells with one repetition have no interval
+    and are reported as untested. Needs no root: reads only metrics.csv."""
+    from .report.compare import as_json as to_json
+    from .report.compare import compare_dirs, regressions, rich_compare
+    try:
+        comps = compare_dirs(a, b, min_change)
+    except (ValueError, OSError) as e:
+        fail(str(e).splitlines()[0])
+    if as_json:
+        print(json.dumps(to_json(a, b, min_change, comps), indent=1))
+    else:
+        # never cut a number short: a narrower terminal wraps the lines instead
+        Console(width=max(console.width, 120)).print(rich_compare(a, b, comps, show_all))
+    raise typer.Exit(1 if regressions(comps) else 0)
+
+
 # ---------------------------------------------------------------- guard
 @app.command()
 def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECTOR",

@@ -159,7 +159,7 @@ class BpftraceProbes:
         scale = {m: s for p in probes for m, s in p.scale.items()}
         quantity = {m: q for p in probes for m, q in p.maps.items()}
         of = {m: p for p in probes for m in p.maps}
-        last_tick: float | None = None
+        last_ns: int | None = None
         stamp, dt = 0.0, self.period
         assert self._proc and self._proc.stdout
         for line in self._proc.stdout:
@@ -172,10 +172,7 @@ class BpftraceProbes:
                 self.attached = [p.name for p in probes]
                 ready.set()
             elif kind == "printf" and str(msg.get("data", "")).startswith("tick"):
-                now = time.monotonic()
-                dt = (now - last_tick) if last_tick is not None else self.period
-                last_tick = now
-                stamp = now - dt / 2 - self.clock0
+                stamp, dt, last_ns = tick(str(msg["data"]), last_ns, self.period, self.clock0)
             elif kind == "map":
                 for name, by_key in msg["data"].items():
                     m = name.lstrip("@")
@@ -207,6 +204,16 @@ class BpftraceProbes:
         if self._thread is not None:
             self._thread.join(timeout=5)
         return self.samples
+
+
+def tick(line: str, last_ns: int | None, period: float, clock0: float) -> tuple[float, float, int]:
+    """(stamp, dt, ns) of bpftrace's "tick <nsecs>": the bucket's length and middle from the kernel's own
+    clock (nsecs is CLOCK_MONOTONIC, as time.monotonic), never from when the line was read: a reader that
+    falls behind reads several ticks at once, and their read times would make buckets of ~0 s (rates
+    thousands of times too high)."""
+    ns = int(line.split()[1])
+    dt = (ns - last_ns) / 1e9 if last_ns is not None and ns > last_ns else period
+    return ns / 1e9 - dt / 2 - clock0, dt, ns
 
 
 def per_tenant(by_key: dict[str, float], ids: dict[str, str], alive: bool = False) -> dict[str, float]:

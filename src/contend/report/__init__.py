@@ -11,7 +11,7 @@ from rich.console import Group
 
 from ..store import Store
 from .analyze import analyze, settings, trial_curves
-from .figures import isolation_graph, timeline
+from .figures import heatmap_figure, isolation_figure, save, timeline_figure
 from .page import read_yaml, write_page
 from .table import HEADLINE, TABLE4, pivot, rich_table4, table4, table4_markdown, views_in
 
@@ -63,17 +63,20 @@ def build(directory: Path, store: Store, rows: list[dict], notes: dict[tuple, st
         for c in trial_curves(store, t, cfg.trim):
             groups.setdefault((t["runtime"], t["scenario"], t["resource"], c.view), []).append(c)
         title = f"{t['runtime']} · {t['scenario']} · {t['resource']} · rep {t['repetition']}"
-        png = timeline(figdir / f"timeline-{t['trial_id']}", title, store.samples(t["trial_id"]),
-                       store.steps(t["trial_id"]), t, store.events(t["trial_id"]))
+        png = save(timeline_figure(title, store.samples(t["trial_id"]), store.steps(t["trial_id"]), t,
+                                   store.events(t["trial_id"])), figdir / f"timeline-{t['trial_id']}")
         timelines.append({"title": title, "png": png})
+    heatmaps = [{"title": f"Table 4 ({view} view)", "view": view,
+                 "png": save(heatmap_figure(f"Table 4 as a heatmap ({view} view)", t4, TABLE4), figdir / f"heatmap-{view}")}
+                for view, t4 in tables.items()]
     isolation = []
     for key, reps in sorted(groups.items()):
         title = " · ".join(key)
-        png = isolation_graph(figdir / ("isolation-" + "-".join(key)), title, reps, cfg.threshold, cfg.smooth)
+        png = save(isolation_figure(title, reps, cfg.threshold, cfg.smooth), figdir / ("isolation-" + "-".join(key)))
         isolation.append({"title": title, "png": png})
     return write_page(
-        directory, "report.html.j2", isolation + timelines, n_ok=len(trials), n_trials=len(store.trials()),
+        directory, "report.html.j2", heatmaps + isolation + timelines, n_ok=len(trials), n_trials=len(store.trials()),
         headline=HEADLINE, columns=("runtime", "scenario", "resource", "view", *HEADLINE, "n"),
         table=pivot(rows, notes), failed=store.trials("failed"), not_run=store.trials("n/a"),
         t4cols=TABLE4, table4=[{"view": v, **t4} for v, t4 in tables.items()],
-        isolation=isolation, timelines=timelines, events=store.events())
+        heatmaps=heatmaps, isolation=isolation, timelines=timelines, events=store.events())

@@ -1,4 +1,7 @@
-"""Figures in the kind of Volpert et al. Fig. 3 (isolation graph) and Fig. 6 (timeline). PNG and SVG."""
+"""Figures in the kind of Volpert et al. Fig. 3 (isolation graph), Fig. 6 (timeline) and Table 4 (heatmap).
+
+Each *_figure function draws and returns a matplotlib Figure (tests read its artists); `save` writes it as
+PNG and SVG and closes it."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,16 +10,18 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..metrics import Curve, reference_point  # noqa: E402
 from ..metrics.curves import VIEWS, capacity_of  # noqa: E402
+from .table import ESCAPED  # noqa: E402
 
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 110})
 
 
-def _save(fig, path: Path) -> Path:
-    """Write path.png and path.svg (path has no suffix of its own: trial ids contain dots)."""
+def save(fig: Figure, path: Path) -> Path:
+    """Write path.png and path.svg (path has no suffix of its own: trial ids contain dots); returns the PNG."""
     path.parent.mkdir(parents=True, exist_ok=True)
     png = path.with_name(path.name + ".png")
     fig.savefig(png, bbox_inches="tight")
@@ -25,7 +30,7 @@ def _save(fig, path: Path) -> Path:
     return png
 
 
-def isolation_graph(path: Path, title: str, reps: list[Curve], threshold: float, window: int) -> Path:
+def isolation_figure(title: str, reps: list[Curve], threshold: float, window: int) -> Figure:
     """W_a over W_d: every repetition faint, their mean bold, the isolated and non-isolated lines,
     the change point marked and the area behind I_intFree shaded."""
     fig, ax = plt.subplots(figsize=(5.2, 3.8))
@@ -49,23 +54,29 @@ def isolation_graph(path: Path, title: str, reps: list[Curve], threshold: float,
     ax.set_title(title)
     ax.legend(fontsize=7.5, loc="lower left")
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return fig
 
 
-def timeline(path: Path, title: str, samples, steps, trial: dict, events: list[dict]) -> Path:
-    """W_a, ideal W_d and achieved W_d over time (host view), limits drawn, events marked."""
+def timeline_figure(title: str, samples, steps, trial: dict, events: list[dict]) -> Figure:
+    """W_a, ideal W_d and achieved W_d over time (host view), limits drawn, escapes shaded, OOM kills and
+    failed loads marked."""
     caps = capacity_of(trial["resource"], trial["capacity"])
     view = VIEWS[trial["resource"]][0]
     _, source, quantity, cap_key = view
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    sc = trial["scenario_params"]
     for tenant, color in (("abiding", "tab:green"), ("disruptive", "tab:red")):
         t, v = samples.series(tenant, source, quantity)
-        ax.plot(t, v / caps[cap_key], color=color, lw=1, label=f"{'W_a' if tenant == 'abiding' else 'W_d'} achieved")
+        w = v / caps[cap_key]
+        ax.plot(t, w, color=color, lw=1, label=f"{'W_a' if tenant == 'abiding' else 'W_d'} achieved")
+        over = w > sc["l_d"] * ESCAPED
+        if tenant == "disruptive" and over.any():  # the escape: the disruptive tenant above its limit
+            ax.fill_between(t, sc["l_d"], w, where=over, color="tab:red", alpha=0.3, lw=0,
+                            label="escape (W_d above l_d)")
     st = sorted(steps, key=lambda s: s.step)
     tx = [p for s in st for p in (s.t_start, s.t_end)]
     ideal = [s.ideal.get("disruptive", 0.0) for s in st for _ in (0, 1)]
     ax.plot(tx, ideal, color="tab:red", ls=":", lw=1.5, label="W_d ideal")
-    sc = trial["scenario_params"]
     ax.axhline(sc["l_a"], color="tab:green", ls="--", lw=0.8, alpha=0.7, label="l_a (limit)")
     ax.axhline(sc["l_d"], color="tab:red", ls="--", lw=0.8, alpha=0.7, label="l_d (limit)")
     for e in events:
@@ -78,4 +89,37 @@ def timeline(path: Path, title: str, samples, steps, trial: dict, events: list[d
     ax.legend(fontsize=7.5, ncol=3, loc="upper left")
     ax.grid(alpha=0.3)
     ax.set_ylim(bottom=0)
-    return _save(fig, path)
+    return fig
+
+
+def heatmap_figure(title: str, t4: dict, metrics: tuple[str, ...]) -> Figure:
+    """Table 4 as a heatmap: rows runtime × scenario, columns resource × metric, coloured 0 (not isolated,
+    red) to 1 (perfectly isolated, green); each cell says its mean and ± half its 95 % CI, or n/a with the
+    footnote number of its reason (the table's footnotes); `!` marks an escaped limit."""
+    cols = [(res, m) for res in t4["resources"] for m in metrics]
+    rows = t4["rows"]
+    grid = np.full((len(rows), len(cols)), np.nan)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.72 * len(cols), 1.2 + 0.42 * len(rows)))
+    for i, r in enumerate(rows):
+        for j, key in enumerate(cols):
+            v = r["values"].get(key)
+            text = r["cells"][key]
+            if v is None:
+                ax.text(j, i, text, ha="center", va="center", fontsize=6.5, color="0.35")
+                continue
+            grid[i, j] = v["value"]
+            half = (v["ci_high"] - v["ci_low"]) / 2 if v["n"] >= 2 and np.isfinite(v["ci_low"]) else None
+            label = f"{v['value']:.2f}" + (f"\n±{half:.2f}" if half is not None else "") + \
+                (" !" if "!" in text else "")
+            ax.text(j, i, label, ha="center", va="center", fontsize=7,
+                    color="black" if 0.25 < v["value"] < 0.85 else "white")
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="0.92")  # n/a cells: light grey
+    im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(cols)), [f"{res}\n{m}" for res, m in cols], fontsize=7.5)
+    ax.set_yticks(range(len(rows)), [f"{r['runtime']} · {r['scenario']}" for r in rows], fontsize=8)
+    ax.tick_params(top=True, labeltop=True, bottom=False, labelbottom=False, length=0)
+    for j in range(len(metrics), len(cols), len(metrics)):  # a rule between resources
+        ax.axvline(j - 0.5, color="white", lw=3)
+    fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, label="1 = perfectly isolated, 0 = not at all")
+    ax.set_title(title, pad=28)
+    return fig

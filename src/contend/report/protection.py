@@ -14,7 +14,7 @@ from rich.table import Table
 from ..metrics.protection import guest_metrics, protection_metrics, spare_capacity
 from ..store import Store
 from .analyze import publish
-from .figures import _save, plt
+from .figures import Figure, plt, save
 from .page import write_page
 from .table import ci_text
 
@@ -141,9 +141,24 @@ def markdown(tables: dict[str, list[list[str]]], title: str) -> str:
     return "\n".join(text)
 
 
-def run_timeline(path: Path, title: str, run: Run) -> Path:
-    """Victim and neighbour throughput (host view), the caps the guard set, its capacity estimate; the
-    burst shaded; the victim's own latency below."""
+def alert_spans(events: list[dict], t_end: float) -> list[tuple[float, float]]:
+    """(start, end) of each stretch the guard alerted, from its alert / alert-cleared events (one alert
+    event per changed message, so several may open one stretch); one still open ends at t_end."""
+    spans, start = [], None
+    for e in sorted(events, key=lambda e: e["t"]):
+        if e["kind"] == "alert" and start is None:
+            start = e["t"]
+        elif e["kind"] == "alert-cleared" and start is not None:
+            spans.append((start, e["t"]))
+            start = None
+    if start is not None:
+        spans.append((start, max(t_end, start)))
+    return spans
+
+
+def run_timeline_figure(title: str, run: Run, alerts: list[dict] = ()) -> Figure:
+    """Victim and neighbour throughput (host view), the caps the guard set, its capacity estimate, its
+    alerts; the burst shaded; the victim's own latency below."""
     s, (t0, t1) = run.samples, run.burst
     fig, (ax, lx) = plt.subplots(2, 1, figsize=(7.5, 4.8), sharex=True, height_ratios=(3, 1.4))
     for tenant, color, v in (("victim", "tab:green", run.victim), ("neighbour", "tab:red", run.neighbour)):
@@ -157,6 +172,9 @@ def run_timeline(path: Path, title: str, run: Run) -> Path:
     for a in (ax, lx):
         if not math.isnan(t0):
             a.axvspan(t0, t1, color="tab:orange", alpha=0.08)
+    for i, (a0, a1) in enumerate(alert_spans(alerts, float(run.t[-1]) if len(run.t) else 0.0)):
+        ax.axvspan(a0, a1, ymin=0.96, ymax=1.0, color="tab:purple", alpha=0.8,
+                   label="alert (lifelines > capacity)" if i == 0 else None)
     ax.set_ylabel("disk GB/s")
     ax.set_title(title)
     ax.legend(fontsize=7, ncol=3, loc="upper right")
@@ -168,10 +186,10 @@ def run_timeline(path: Path, title: str, run: Run) -> Path:
     lx.set_ylabel("victim ms")
     lx.set_xlabel("time (s); shaded: the burst")
     lx.grid(alpha=0.3)
-    return _save(fig, path)
+    return fig
 
 
-def workload_figure(path: Path, workload: str, runs: list[Run]) -> Path:
+def workload_figure(workload: str, runs: list[Run]) -> Figure:
     """The victim's throughput under each policy, on one axis (the first repetition of each)."""
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
     seen = set()
@@ -187,7 +205,7 @@ def workload_figure(path: Path, workload: str, runs: list[Run]) -> Path:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     ax.set_ylim(bottom=0)
-    return _save(fig, path)
+    return fig
 
 
 def refresh_protection(directory: Path, store: Store, title: str):
@@ -203,10 +221,12 @@ def refresh_protection(directory: Path, store: Store, title: str):
     for wl in sorted({r.workload for r in runs}):
         mine = [r for r in runs if r.workload == wl]
         figures.append({"title": f"{wl}: victim under each policy",
-                        "png": workload_figure(figdir / f"victim-{wl}", wl, mine)})
+                        "png": save(workload_figure(wl, mine), figdir / f"victim-{wl}")})
         for r in mine:
             name = f"{r.trial['scenario']} · rep {r.trial['repetition']}"
-            figures.append({"title": name, "png": run_timeline(figdir / f"timeline-{r.trial['trial_id']}", name, r)})
+            alerts = [e for e in store.events(r.trial["trial_id"]) if e["kind"] in ("alert", "alert-cleared")]
+            figures.append({"title": name, "png": save(run_timeline_figure(name, r, alerts),
+                                                       figdir / f"timeline-{r.trial['trial_id']}")})
     out = write_page(directory, "guard.html.j2", figures, heads=[f"{h} ({v})" for _, v, h in COLUMNS],
                      tables=tables, failed=[t for t in store.trials() if t["status"] != "ok"], figures=figures,
                      events=[e for e in store.events() if e["kind"] in ("alert", "alert-cleared", "timeout")])

@@ -52,8 +52,8 @@ VIEW_ORDER = ("ebpf", "host", "guest")
 def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool = False) -> dict:
     """Table 4 for one view (pure): rows runtime × scenario, columns resource × (I_intFree, I_plr, S_I).
 
-    Returns {"resources", "rows": [{"runtime", "scenario", "cells": {(resource, metric): text}}],
-    "footnotes": [text]}: a cell without a value says n/a and points at its reason; a cell whose disruptive
+    Returns {"resources", "rows": [{"runtime", "scenario", "cells": {(resource, metric): text},
+    "values": {(resource, metric): metrics row or None}}], "footnotes": [text]}: a cell without a value says n/a and points at its reason; a cell whose disruptive
     tenant escaped its limit is flagged with `!` and the escape ratio in a footnote.
     """
     by: dict[tuple, dict] = {}
@@ -70,7 +70,7 @@ def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool 
 
     out = []
     for rt, sc in sorted({(k[0], k[1]) for k in by}):
-        cells = {}
+        cells, values = {}, {}
         for res in resources:
             views = by.get((rt, sc, res), {})
             metrics = views.get(view, {})
@@ -78,7 +78,7 @@ def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool 
             if not measured:
                 why = notes.get((rt, sc, res)) or (f"no {view} view measured" if views else "not in this study")
                 for m in TABLE4:
-                    cells[(res, m)] = f"n/a {mark(why)}"
+                    cells[(res, m)], values[(res, m)] = f"n/a {mark(why)}", None
                 continue
             esc = measured.get("escape")
             flag = ""
@@ -89,9 +89,10 @@ def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool 
                           "its work is done outside its cgroup, or not counted there") \
                 if any(m not in measured for m in TABLE4) else ""
             for m in TABLE4:
+                values[(res, m)] = measured.get(m)
                 cells[(res, m)] = (ci_text(measured[m], brackets) if m in measured else f"n/a {unseen}") + \
                     (f" {flag}" if flag and m == "I_plr" else "")
-        out.append({"runtime": rt, "scenario": sc, "cells": cells})
+        out.append({"runtime": rt, "scenario": sc, "cells": cells, "values": values})
     return {"resources": resources, "rows": out, "footnotes": footnotes}
 
 

@@ -188,3 +188,31 @@ def write_metrics_csv(path: Path, rows: list[dict]) -> None:
         w.writerow(CSV_COLUMNS)
         for r in rows:
             w.writerow([fmt(r[c]) for c in CSV_COLUMNS])
+
+
+def read_metrics_csv(path: Path) -> list[dict]:
+    """metrics.csv back into rows (empty cell: nan). A file that is not one raises ValueError naming the
+    file and line."""
+    def number(v: str, line: int, col: str) -> float:
+        try:
+            return float(v) if v != "" else math.nan
+        except ValueError:
+            raise ValueError(f"{path}:{line}: {col}: not a number: {v!r}") from None
+    with open(path, newline="") as f:
+        r = csv.reader(f)
+        header = next(r, None)
+        if header is None or tuple(header) != CSV_COLUMNS:
+            raise ValueError(f"{path}:1: not a contend metrics.csv (expected the columns {','.join(CSV_COLUMNS)})")
+        rows = []
+        for line, rec in enumerate(r, start=2):
+            if len(rec) != len(CSV_COLUMNS):
+                raise ValueError(f"{path}:{line}: {len(rec)} fields, expected {len(CSV_COLUMNS)}")
+            row = dict(zip(CSV_COLUMNS, rec))
+            for col in ("value", "ci_low", "ci_high"):
+                row[col] = number(row[col], line, col)
+            n = number(row["n"], line, "n")
+            if not (math.isfinite(n) and n >= 0 and n == int(n)):
+                raise ValueError(f"{path}:{line}: n: must be a whole number >= 0, got {row['n']!r}")
+            row["n"] = int(n)
+            rows.append(row)
+    return rows

@@ -1,0 +1,122 @@
+"""contend compare: the verdicts on cells with known answers (pure), and the command on results directories
+written here (no root: compare reads only metrics.csv)."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from contend.metrics.compare import compare, regressions, tally
+from contend.store import read_metrics_csv, write_metrics_csv
+
+NAN = math.nan
+
+
+def row(metric, value, lo=NAN, hi=NAN, n=3, runtime="runc", scenario="escape", resource="cpu", view="host"):
+    return {"runtime": runtime, "scenario": scenario, "resource": resource, "view": view, "metric": metric,
+            "value": value, "ci_low": lo, "ci_high": hi, "n": n}
+
+
+def verdicts(a, b, **kw):
+    return [c.verdict for c in compare(a, b, **kw)]
+
+
+def test_intervals_apart_on_the_worse_side_are_worse_and_on_the_better_side_better():
+    a = [row("I_plr", 0.90, 0.85, 0.95), row("escape", 1.00, 0.98, 1.02)]
+    worse = [row("I_plr", 0.60, 0.55, 0.65), row("escape", 1.40, 1.30, 1.50)]  # escape: lower is better
+    better = [row("I_plr", 1.00, 0.97, 1.03), row("escape", 0.80, 0.75, 0.85)]
+    assert verdicts(a, worse) == ["worse", "worse"]
+    assert verdicts(a, better) == ["better", "better"]
+    c = compare(a, worse)[0]
+    assert c.change == pytest.approx(-0.30) and c.overlap is False
+
+
+def test_overlapping_intervals_or_a_tiny_change_are_the_same():
+    a = [row("I_intFree", 0.50, 0.40, 0.60), row("S_I", 0.800, 0.799, 0.801)]
+    b = [row("I_intFree", 0.45, 0.35, 0.55), row("S_I", 0.790, 0.789, 0.791)]  # apart, but by 0.01 < 0.05
+    assert verdicts(a, b) == ["same", "same"]
+    assert compare(a, b)[0].overlap is True and compare(a, b)[1].overlap is False
+    assert verdicts(a, b, min_change=0.0) == ["same", "worse"]
+
+
+def test_one_repetition_is_untested_descriptive_metrics_never_judged():
+    a = [row("I_plr", 0.9, n=1), row("W_a_ref", 0.5, 0.4, 0.6)]
+    b = [row("I_plr", 0.1, n=1), row("W_a_ref", 0.1, 0.05, 0.15)]
+    assert verdicts(a, b) == ["untested", "descriptive"]
+    assert regressions(compare(a, b)) == []
+
+
+def test_unmeasured_and_one_sided_cells():
+    a = [row("I_plr", NAN, n=0), row("I_plr", 0.9, 0.8, 1.0, runtime="crun")]
+    b = [row("I_plr", 0.9, 0.8, 1.0), row("I_plr", 0.9, 0.8, 1.0, runtime="runsc")]
+    got = {(c.runtime, c.verdict) for c in compare(a, b)}
+    assert got == {("runc", "not measured"), ("crun", "only in A"), ("runsc", "only in B")}
+    t = tally(compare(a, b))
+    assert t["only in A"] == t["only in B"] == t["not measured"] == 1 and sum(t.values()) == 3
+
+
+def test_json_of_a_comparison_has_no_nan():
+    c = compare([row("I_plr", 0.9, n=1)], [row("I_plr", 0.8, n=1)])[0]
+    text = json.dumps(c.as_dict(), allow_nan=False)
+    assert json.loads(text)["a"]["ci_low"] is None
+
+
+def test_metrics_csv_round_trip_and_clear_errors(tmp_path):
+    rows = [row("I_plr", 0.9, 0.8, 1.0), row("escape", NAN, n=0)]
+    write_metrics_csv(tmp_path / "metrics.csv", rows)
+    back = read_metrics_csv(tmp_path / "metrics.csv")
+    assert back[0]["value"] == 0.9 and back[0]["n"] == 3 and math.isnan(back[1]["value"])
+    bad = tmp_path / "bad.csv"
+    bad.write_text("runtime,scenario,resource,view,metric,value,ci_low,ci_high,n\nrunc,e,cpu,host,I_plr,abc,,,1\n")
+    with pytest.raises(ValueError, match=r"bad.csv:2: value: not a number"):
+        read_metrics_csv(bad)
+    bad.write_text("a,b\n")
+    with pytest.raises(ValueError, match=r"bad.csv:1: not a contend metrics.csv"):
+        read_metrics_csv(bad)
+
+
+# ---------------------------------------------------------------- the command
+def results(path, rows):
+    path.mkdir()
+    write_metrics_csv(path / "metrics.csv", rows)
+    return path
+
+
+def contend(*args):
+    return subprocess.run([sys.executable, "-m", "contend.cli", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_compare_gates_on_a_significantly_worse_metric(tmp_path):
+    base = [row("I_plr", 0.90, 0.85, 0.95), row("I_intFree", 0.70, 0.60, 0.80, resource="disk")]
+    a = results(tmp_path / "a", base)
+    same = results(tmp_path / "b", [row("I_plr", 0.88, 0.83, 0.93), row("I_intFree", 0.72, 0.6, 0.84, resource="disk")])
+    doctored = results(tmp_path / "c", [base[0], row("I_intFree", 0.30, 0.25, 0.35, resource="disk")])
+    p = contend("compare", str(a), str(same))
+    assert p.returncode == 0, p.stderr
+    assert "nothing significantly worse" in p.stdout
+    p = contend("compare", str(a), str(doctored))
+    assert p.returncode == 1, p.stderr
+    assert "1 significantly worse" in p.stdout and "I_intFree" in p.stdout
+    p = contend("compare", str(a), str(doctored), "--json")
+    assert p.returncode == 1
+    doc = json.loads(p.stdout)
+    assert doc["worse"] == 1 and doc["tally"]["same"] == 1
+    (w,) = [c for c in doc["comparisons"] if c["verdict"] == "worse"]
+    assert (w["resource"], w["metric"], w["overlap"]) == ("disk", "I_intFree", False)
+    assert w["change"] == pytest.approx(-0.40)
+
+
+def test_compare_bad_input_is_one_line_exit_2(tmp_path):
+    a = results(tmp_path / "a", [row("I_plr", 0.9)])
+    other = results(tmp_path / "o", [row("isol_mean", 0.9, runtime="runc", scenario="workload1/contend")])
+    (tmp_path / "empty").mkdir()
+    for args, msg in (((str(a), str(tmp_path / "nope")), "no such results directory"),
+                      ((str(a), str(tmp_path / "empty")), "no metrics.csv"),
+                      ((str(a), str(other)), "share no cell"),
+                      ((str(a), str(a), "--min-change", "-1"), "")):
+        p = contend("compare", *args)
+        assert p.returncode == 2, (args, p.stdout, p.stderr)
+        assert "Traceback" not in p.stderr and msg in p.stderr

@@ -1,0 +1,206 @@
+"""The report from synthetic stores with known answers (no root): every figure kind's content, the whole
+page, `contend report` as an unprivileged user on a copied directory, and report.html in headless Chromium."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.collections import PolyCollection
+from matplotlib.image import imread
+
+from contend.metrics import Samples
+from contend.report import analyze, failures, refresh
+from contend.report.analyze import trial_curves
+from contend.report.figures import heatmap_figure, isolation_figure, timeline_figure
+from contend.report.protection import Run, alert_spans, run_timeline_figure, workload_figure
+from contend.report.table import TABLE4, table4
+from contend.store import Store
+
+from .reportkit import CHANGE_POINT, LEVELS, OOM_T, isolation_results
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return isolation_results(tmp_path_factory.mktemp("synthetic") / "res")
+
+
+def labels(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_isolation_graph_has_every_repetition_the_references_and_the_change_point(results):
+    with Store(results, read_only=True) as s:
+        reps = [c for t in s.trials("ok") if t["scenario"] == "escape"
+                for c in trial_curves(s, t, 0.25) if c.view == "host"]
+    assert len(reps) == 3
+    ax = isolation_figure("runc · escape · cpu · host", reps, 0.05, 1).axes[0]
+    assert "W_d" in ax.get_xlabel() and "W_a" in ax.get_ylabel() and ax.get_title() == "runc · escape · cpu · host"
+    lines = ax.get_lines()
+    faint = [ln for ln in lines if ln.get_alpha() == 0.25]
+    assert len(faint) == 3  # every repetition, faint
+    (mean,) = [ln for ln in lines if ln.get_label().startswith("measured")]
+    assert np.allclose(mean.get_xdata(), [0.0, *LEVELS])  # the baseline, then every ramp step
+    assert mean.get_ydata()[-1] == pytest.approx(0.25, abs=0.02)  # one for one past the change point
+    (cp,) = [ln for ln in lines if ln.get_label() == "change point"]
+    assert cp.get_xdata()[0] == pytest.approx(CHANGE_POINT[0])
+    assert cp.get_ydata()[0] == pytest.approx(CHANGE_POINT[1], abs=0.02)
+    assert {"perfectly isolated", "non-isolated", "area in I_intFree"} <= set(labels(ax))
+    assert any(isinstance(c, PolyCollection) for c in ax.collections)  # the shaded area
+
+
+def test_timeline_draws_use_ideal_limits_and_the_oom_kill(results):
+    with Store(results, read_only=True) as s:
+        (t,) = [t for t in s.trials("ok") if t["trial_id"] == "runc.escape.cpu.r1"]
+        fig = timeline_figure("t", s.samples(t["trial_id"]), s.steps(t["trial_id"]), t, s.events(t["trial_id"]))
+    ax = fig.axes[0]
+    assert set(labels(ax)) == {"W_a achieved", "W_d achieved", "W_d ideal", "l_a (limit)", "l_d (limit)",
+                               "escape (W_d above l_d)"}
+    (escape,) = [c for c in ax.collections if c.get_label() == "escape (W_d above l_d)"]
+    assert escape.get_paths()  # escape's disruptive tenant ran above its l_d = 0.25
+    (ideal,) = [ln for ln in ax.get_lines() if ln.get_label() == "W_d ideal"]
+    assert max(ideal.get_ydata()) == pytest.approx(LEVELS[-1])
+    marks = [ln for ln in ax.get_lines() if ln.get_xdata()[0] == OOM_T and len(set(ln.get_xdata())) == 1]
+    assert marks and any(tx.get_text() == "oom-kill" for tx in ax.texts)
+    assert "fraction of capacity" in ax.get_ylabel() and "(s)" in ax.get_xlabel()
+
+
+def test_timeline_of_an_isolated_trial_shows_no_escape(results):
+    with Store(results, read_only=True) as s:
+        (t,) = [t for t in s.trials("ok") if t["trial_id"] == "runc.harmony.cpu.r1"]
+        ax = timeline_figure("t", s.samples(t["trial_id"]), s.steps(t["trial_id"]), t, []).axes[0]
+    assert "escape (W_d above l_d)" not in labels(ax) and not ax.texts
+
+
+def test_heatmap_colours_the_values_and_says_why_a_cell_is_missing(results):
+    with Store(results) as s:
+        rows = analyze(results, s)
+        notes = failures(s)
+    t4 = table4(rows, notes, "host")
+    ax = heatmap_figure("Table 4", t4, TABLE4).axes[0]
+    grid = ax.get_images()[0].get_array()
+    ylabels = [t.get_text() for t in ax.get_yticklabels()]
+    xlabels = [t.get_text() for t in ax.get_xticklabels()]
+    assert ylabels == ["runc · escape", "runc · harmony", "runsc · escape"] and len(xlabels) == 3
+    plr = xlabels.index("cpu\nI_plr")
+    assert grid[0, plr] == pytest.approx(0.5, abs=0.03) and grid[1, plr] == pytest.approx(1.0, abs=0.03)
+    assert np.ma.is_masked(grid[2, plr])  # runsc failed: grey, and says n/a with its footnote
+    texts = [t.get_text() for t in ax.texts]
+    why = t4["footnotes"].index("runsc create: synthetic failure") + 1
+    assert texts.count(f"n/a ({why})") == 3
+    assert all("±" in t for t in texts[:3])  # three repetitions: each value with its CI
+    assert sum(t.endswith("!") for t in texts) == 1  # escape's disruptive tenant passed its limit
+
+
+def guard_run(policy: str, victim_during: float) -> Run:
+    t = np.arange(0, 20, 0.1) + 0.05
+    burst = (5.0, 15.0)
+    during = (t >= burst[0]) & (t < burst[1])
+    victim = np.where(during, victim_during, 1e9)
+    neighbour = np.where(during, 3e9, 0.0)
+    cols = []
+    for tenant, v, cap in (("victim", victim, 1.2e9), ("neighbour", neighbour, 2.5e9)):
+        cols += [(x, tenant, "cgroup", "io_wbytes_s", y) for x, y in zip(t, v)]
+        cols += [(x, tenant, "cgroup", "io_rbytes_s", 0.0) for x in t]
+        cols += [(x, tenant, "guard", "cap_bytes_s", cap) for x in t]
+        cols += [(x, tenant, "load", "lat_ms", 0.1 if tenant == "victim" else 1.0) for x in t]
+    cols += [(x, "", "guard", "capacity_bytes_s", 4e9) for x in t]
+    a = np.array(cols, dtype=object)
+    s = Samples(a[:, 0].astype(float), a[:, 1].astype(str), a[:, 2].astype(str), a[:, 3].astype(str),
+                a[:, 4].astype(float))
+    trial = {"scenario": f"workload1/{policy}", "repetition": 1, "scenario_params": {"victim": 0.2},
+             "capacity": {"disk_write_bw_bytes_s": 5e9}}
+    return Run(trial, s, burst, t, victim, neighbour)
+
+
+def test_alert_spans_from_the_guards_events():
+    ev = [{"t": 6.0, "kind": "alert"}, {"t": 6.1, "kind": "alert"}, {"t": 8.0, "kind": "alert-cleared"},
+          {"t": 12.0, "kind": "alert"}]
+    assert alert_spans(ev, 20.0) == [(6.0, 8.0), (12.0, 20.0)]
+    assert alert_spans([], 20.0) == []
+
+
+def test_guard_timeline_shows_each_tenants_io_cap_the_capacity_and_alerts():
+    fig = run_timeline_figure("workload1/contend · rep 1", guard_run("contend", 1e9),
+                              [{"t": 6.0, "kind": "alert"}, {"t": 9.0, "kind": "alert-cleared"}])
+    ax, lat = fig.axes
+    assert set(labels(ax)) == {"victim", "neighbour", "victim cap", "neighbour cap", "capacity (policy)",
+                               "alert (lifelines > capacity)"}
+    (cap,) = [ln for ln in ax.get_lines() if ln.get_label() == "neighbour cap"]
+    assert cap.get_ydata()[0] == pytest.approx(2.5)  # GB/s
+    assert ax.get_ylabel() == "disk GB/s" and lat.get_yscale() == "log"
+
+
+def test_guard_workload_figure_has_one_victim_line_per_policy():
+    runs = [guard_run(p, v) for p, v in (("none", 0.1e9), ("contend", 0.9e9), ("contend", 0.8e9))]
+    ax = workload_figure("workload1", runs).axes[0]
+    assert labels(ax) == ["none", "contend"]  # the first repetition of each
+    (none,) = [ln for ln in ax.get_lines() if ln.get_label() == "none"]
+    assert min(none.get_ydata()) == pytest.approx(0.1)
+    assert ax.get_xlabel() == "time since the burst started (s)"
+
+
+# ---------------------------------------------------------------- the page
+def test_the_page_and_every_figure_from_the_store(results):
+    with Store(results) as s:
+        written = refresh(results, s, "synthetic")
+    figs = results / "figures"
+    for name in ("heatmap-host", "isolation-runc-escape-cpu-host", "isolation-runc-harmony-cpu-host",
+                 "timeline-runc.escape.cpu.r1"):
+        assert (figs / f"{name}.png").stat().st_size > 5000 and (figs / f"{name}.svg").exists(), name
+    html = written.path.read_text()
+    assert html.count("data:image/png;base64,") == len(list(figs.glob("*.png")))
+    assert "http://" not in html and "https://" not in html  # nothing fetched: opens offline
+    assert "runsc create: synthetic failure" in html and "oom-kill" in html
+
+
+def test_contend_report_on_a_copy_as_an_unprivileged_user(results):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to the unprivileged user")
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o777)
+        copy = Path(d) / "copy"
+        shutil.copytree(results, copy, ignore=shutil.ignore_patterns("report.html", "figures", "metrics.csv"))
+        subprocess.run(["chown", "-R", "65534:65534", str(copy)], check=True)
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            sys.executable, "-m", "contend.cli", "report", str(copy)],
+                           capture_output=True, text=True, timeout=180, env={**os.environ, "HOME": d,
+                                                                             "MPLCONFIGDIR": d})
+        assert p.returncode == 0, p.stderr
+        assert (copy / "report.html").exists() and (copy / "figures" / "heatmap-host.png").exists()
+        assert "runc" in p.stdout and "I_plr" in p.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make test installs it)")
+def test_report_html_in_headless_chromium_loads_every_figure_without_console_errors(results, tmp_path):
+    from playwright.sync_api import sync_playwright
+    with Store(results) as s:
+        page_path = refresh(results, s, "synthetic").path
+    n_figures = len(list((results / "figures").glob("*.png")))
+    problems: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning")
+                    else None)
+            page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url[:80]}"))
+            page.goto(page_path.as_uri(), wait_until="load")
+            images = page.evaluate("() => Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth])")
+            shot = tmp_path / "report.png"
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert len(images) == n_figures
+    assert [alt for alt, complete, width in images if not (complete and width > 0)] == []
+    assert problems == []
+    pixels = imread(shot)
+    assert pixels.shape[0] > 900 and pixels[..., :3].std() > 0.05  # a long page, and not blank
