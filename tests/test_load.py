@@ -5,6 +5,7 @@ guest view); the link must be a real bottleneck; every runtime that can must joi
 """
 from __future__ import annotations
 
+import json
 import shutil
 import time
 import uuid
@@ -48,6 +49,15 @@ def test_guest_reports_are_read_and_a_missing_one_is_empty(tmp_path: Path):
     assert MemoryAllocator(1).guest(tmp_path / "m.json") == {"rss_bytes": 1234.5}
     (tmp_path / "i.json").write_text('{"end": {"sum_received": {"bits_per_second": 5e8}}}')
     assert IperfLoad(1e9, SINK_IP, {}).guest(tmp_path / "i.json") == {"bps": 5e8}
+    # runsc: the client could not fetch the sink's figures; what it sent per interval stands in
+    (tmp_path / "r.json").write_text(json.dumps({
+        "intervals": [{"sum": {"seconds": 1.0, "bytes": 60_000_000, "omitted": False}},
+                      {"sum": {"seconds": 1.0, "bytes": 50_000_000, "omitted": True}},
+                      {"sum": {"seconds": 0.5, "bytes": 30_000_000, "omitted": False}}],
+        "end": {}, "error": "unable to receive results: Resource temporarily unavailable"}))
+    assert IperfLoad(1e9, SINK_IP, {}).guest(tmp_path / "r.json") == {"bps": pytest.approx(8 * 90e6 / 1.5)}
+    (tmp_path / "e.json").write_text('{"intervals": [], "end": {}, "error": "unable to connect"}')
+    assert IperfLoad(1e9, SINK_IP, {}).guest(tmp_path / "e.json") == {}
     (tmp_path / "broken.json").write_text("{not json")
     assert IperfLoad(1e9, SINK_IP, {}).guest(tmp_path / "broken.json") == {}
 
