@@ -86,12 +86,16 @@ def test_cpu_quota_of_half_a_core_holds(rt, container):
     require("stress-ng")
     free = container()
     capped = container(Limits(cpu=0.5))
-    _, free_rate = busy_cpu(rt, free, 4)
+    _, before = busy_cpu(rt, free, 4)
     host, rate = busy_cpu(rt, capped, 4)
+    _, after = busy_cpu(rt, free, 4)
+    free_rate = (before + after) / 2  # around the capped run: this shared host's speed drifts
     # from the host: the cgroup's CPU time over wall time; from the inside: the work the workload got done
     assert host == pytest.approx(0.5, rel=0.10), f"host saw {host:.3f} CPUs under a 0.5 quota"
-    # (the inside view compares two containers' work rates, each a few seconds long: noisier than the host's)
-    assert rate / free_rate == pytest.approx(0.5, rel=0.20), f"inside: {rate:.0f} vs {free_rate:.0f} bogo ops/s"
+    # (the inside view compares work rates of a few seconds each: noisier than the host's; a CI run once saw
+    # 0.36 under docker with one free run before the capped one)
+    assert rate / free_rate == pytest.approx(0.5, rel=0.25), \
+        f"inside: {rate:.0f} vs {before:.0f}/{after:.0f} bogo ops/s"
 
 
 def test_memory_limit_is_hit(rt, container):
