@@ -96,7 +96,8 @@ def test_heatmap_colours_the_values_and_says_why_a_cell_is_missing(results):
     why = t4["footnotes"].index("runsc create: synthetic failure") + 1
     assert texts.count(f"n/a ({why})") == 3
     assert all("±" in t for t in texts[:3])  # three repetitions: each value with its CI
-    assert sum(t.endswith("!") for t in texts) == 1  # escape's disruptive tenant passed its limit
+    flagged = [t for t in texts if "!" in t]  # escape's disruptive tenant passed its limit: I_plr says so
+    assert len(flagged) == 1 and flagged[0].startswith("0.50\n±") and flagged[0].endswith(")")
 
 
 def guard_run(policy: str, victim_during: float) -> Run:

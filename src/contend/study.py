@@ -31,52 +31,61 @@ class Study:
         self.console = console
         self.rows: list[dict] = []
 
+    title = "isolation metrics"  # of the results table
+    unit = "trials"
+
     def run(self) -> int:
-        spec, con = self.spec, self.console
+        """What every study does around its own runs (`execute`): spec.yaml, host.json, the store, and the
+        report and exit code however it ends (Ctrl-C keeps what finished)."""
+        con = self.console
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "spec.yaml").write_text(yaml.safe_dump(spec.resolved(), sort_keys=False))
-        trials = plan(spec)
-        per_trial = trial_seconds(spec) + SETUP_S
-        failed = 0
-        interrupted = False
+        (self.dir / "spec.yaml").write_text(yaml.safe_dump(self.spec.resolved(), sort_keys=False))
+        self.failed, self.total, interrupted = 0, 0, False
         store = Store(self.dir)
         try:
             with con.status("looking at this host (a container per runtime)"):
                 host_facts = facts(try_runtimes=True, try_probes=False)
             (self.dir / "host.json").write_text(json.dumps(host_facts, indent=2))
-            capacity = trial_capacity(ensure_capacity(spec.resources, say=lambda s: con.print(s, highlight=False)),
-                                      spec)
-            runnable = {r["name"]: r for r in host_facts["runtimes"]}
-            host = detect()
-            # the ETA counts the trials that will run: cells not run and absent runtimes take no time
-            cost = [0.0 if not_run(tp, runnable) else per_trial for tp in trials]
-            done = [sum(cost[:i]) for i in range(len(trials) + 1)]
-            con.print(f"[bold]{spec.name}[/bold]: {len(trials)} trials "
-                      f"({', '.join(spec.runtimes)} × {', '.join(s.name for s in spec.resolved_scenarios())} × "
-                      f"{', '.join(spec.resources)} × {spec.repetitions} rep), about "
-                      f"{done[-1] / 60:.1f} min; results in {self.dir}", highlight=False)
-            with progress_bar(con) as bar:
-                task = bar.add_task("starting", total=done[-1], trial=f"0/{len(trials)}")
-                for i, tp in enumerate(trials):
-                    done_before = done[i]
-                    bar.update(task, completed=done_before, trial=f"{i + 1}/{len(trials)}",
-                               description=f"{tp.runtime} {tp.scenario.name} {tp.resource} r{tp.repetition}")
-
-                    def on_step(step, tp=tp, base=done_before):
-                        t = spec.trial
-                        elapsed = 0.0 if step.index == 0 else t.baseline_s + (step.index - 1) * t.step_s
-                        bar.update(task, completed=base + elapsed,
-                                   description=f"{tp.runtime} {tp.scenario.name} {tp.resource} "
-                                               f"r{tp.repetition} {step.phase} {step.index}/{spec.trial.steps}")
-
-                    ok = self._trial(store, tp, capacity, host_facts, runnable, host, on_step)
-                    failed += not ok
-                    bar.update(task, completed=done[i + 1])
+            self.execute(store, host_facts)
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            self.rows = finish(con, self.dir, store, f"{spec.name}: isolation metrics")
-        return outcome(con, self.dir, interrupted, failed, len(trials), "trials")
+            self.rows = finish(con, self.dir, store, f"{self.spec.name}: {self.title}")
+        return outcome(con, self.dir, interrupted, self.failed, self.total, self.unit)
+
+    def execute(self, store: Store, host_facts: dict) -> None:
+        """Every trial of the plan, each committed to the store as it ends (self.failed counts failures)."""
+        spec, con = self.spec, self.console
+        trials = plan(spec)
+        self.total = len(trials)
+        per_trial = trial_seconds(spec) + SETUP_S
+        capacity = trial_capacity(ensure_capacity(spec.resources, say=lambda s: con.print(s, highlight=False)),
+                                  spec)
+        runnable = {r["name"]: r for r in host_facts["runtimes"]}
+        host = detect()
+        # the ETA counts the trials that will run: cells not run and absent runtimes take no time
+        cost = [0.0 if not_run(tp, runnable) else per_trial for tp in trials]
+        done = [sum(cost[:i]) for i in range(len(trials) + 1)]
+        con.print(f"[bold]{spec.name}[/bold]: {len(trials)} trials "
+                  f"({', '.join(spec.runtimes)} × {', '.join(s.name for s in spec.resolved_scenarios())} × "
+                  f"{', '.join(spec.resources)} × {spec.repetitions} rep), about "
+                  f"{done[-1] / 60:.1f} min; results in {self.dir}", highlight=False)
+        with progress_bar(con) as bar:
+            task = bar.add_task("starting", total=done[-1], trial=f"0/{len(trials)}")
+            for i, tp in enumerate(trials):
+                done_before = done[i]
+                bar.update(task, completed=done_before, trial=f"{i + 1}/{len(trials)}",
+                           description=f"{tp.runtime} {tp.scenario.name} {tp.resource} r{tp.repetition}")
+
+                def on_step(step, tp=tp, base=done_before):
+                    t = spec.trial
+                    elapsed = 0.0 if step.index == 0 else t.baseline_s + (step.index - 1) * t.step_s
+                    bar.update(task, completed=base + elapsed,
+                               description=f"{tp.runtime} {tp.scenario.name} {tp.resource} "
+                                           f"r{tp.repetition} {step.phase} {step.index}/{spec.trial.steps}")
+
+                self.failed += not self._trial(store, tp, capacity, host_facts, runnable, host, on_step)
+                bar.update(task, completed=done[i + 1])
 
     def _trial(self, store: Store, tp: TrialPlan, capacity: dict, host_facts: dict, runnable: dict, host,
                on_step) -> bool:

@@ -2,14 +2,10 @@
 committed to the store as it ends, then the protection report. Ctrl-C stops after cleaning up."""
 from __future__ import annotations
 
-import json
-
-import yaml
-
-from ..doctor import ensure_capacity, facts
+from ..doctor import ensure_capacity
 from ..spec import GuardStudy
 from ..store import Store
-from ..study import Study, facts_of_trial, finish, outcome, progress_bar
+from ..study import Study, facts_of_trial, progress_bar
 from .evaluation import run_protection_trial
 
 SETUP_S = 6.0  # containers up, files laid out, containers down
@@ -24,47 +20,37 @@ class ProtectionStudy(Study):
     """A Study whose runs are workloads under policies (its spec a GuardStudy)."""
 
     spec: GuardStudy
+    title = "protection"
+    unit = "runs"
 
     def plan(self) -> list[tuple]:
         """Repetitions outermost; within one, each workload under every policy back to back."""
         return [(w, p, r) for r in range(1, self.spec.repetitions + 1) for w in self.spec.workloads
                 for p in self.spec.policies]
 
-    def run(self) -> int:
+    def execute(self, store: Store, host_facts: dict) -> None:
         spec, con = self.spec, self.console
-        self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "spec.yaml").write_text(yaml.safe_dump(spec.resolved(), sort_keys=False))
         runs = self.plan()
+        self.total = len(runs)
         cost = [run_seconds(w) for w, _, _ in runs]
         done = [sum(cost[:i]) for i in range(len(runs) + 1)]
-        failed, interrupted = 0, False
-        store = Store(self.dir)
-        try:
-            with con.status("looking at this host"):
-                host_facts = facts(try_runtimes=True, try_probes=False)
-            (self.dir / "host.json").write_text(json.dumps(host_facts, indent=2))
-            capacity = ensure_capacity(["disk"], say=lambda s: con.print(s, highlight=False))
-            trial_facts = facts_of_trial(host_facts, next((r for r in host_facts["runtimes"]
-                                                           if r["name"] == spec.runtime), None))
-            con.print(f"[bold]{spec.name}[/bold]: {len(runs)} runs ({', '.join(w.name for w in spec.workloads)} × "
-                      f"{', '.join(spec.policies)} × {spec.repetitions} rep) on {capacity['disk_device']} "
-                      f"({capacity['disk_write_bw_bytes_s'] / 1e9:.1f} GB/s calibrated), about {done[-1] / 60:.1f} min;"
-                      f" results in {self.dir}", highlight=False)
-            with progress_bar(con) as bar:
-                task = bar.add_task("starting", total=done[-1], trial=f"0/{len(runs)}")
-                for i, (w, policy, r) in enumerate(runs):
-                    bar.update(task, completed=done[i], trial=f"{i + 1}/{len(runs)}",
-                               description=f"{w.name} under {policy} r{r}")
-                    result = run_protection_trial(spec, w, policy, r, capacity, trial_facts,
-                                                  self.dir / "guard-logs" / f"{w.name}.{policy}.r{r}.jsonl")
-                    store.add_trial(result.record, result.steps, result.samples, result.events)
-                    if result.record.status != "ok":
-                        failed += 1
-                        con.print(f"[red]failed[/red] {result.record.trial_id}: {result.record.reason}",
-                                  highlight=False)
-                    bar.update(task, completed=done[i + 1])
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            self.rows = finish(con, self.dir, store, f"{spec.name}: protection")
-        return outcome(con, self.dir, interrupted, failed, len(runs), "runs")
+        capacity = ensure_capacity(["disk"], say=lambda s: con.print(s, highlight=False))
+        trial_facts = facts_of_trial(host_facts, next((r for r in host_facts["runtimes"]
+                                                       if r["name"] == spec.runtime), None))
+        con.print(f"[bold]{spec.name}[/bold]: {len(runs)} runs ({', '.join(w.name for w in spec.workloads)} × "
+                  f"{', '.join(spec.policies)} × {spec.repetitions} rep) on {capacity['disk_device']} "
+                  f"({capacity['disk_write_bw_bytes_s'] / 1e9:.1f} GB/s calibrated), about {done[-1] / 60:.1f} min;"
+                  f" results in {self.dir}", highlight=False)
+        with progress_bar(con) as bar:
+            task = bar.add_task("starting", total=done[-1], trial=f"0/{len(runs)}")
+            for i, (w, policy, r) in enumerate(runs):
+                bar.update(task, completed=done[i], trial=f"{i + 1}/{len(runs)}",
+                           description=f"{w.name} under {policy} r{r}")
+                result = run_protection_trial(spec, w, policy, r, capacity, trial_facts,
+                                              self.dir / "guard-logs" / f"{w.name}.{policy}.r{r}.jsonl")
+                store.add_trial(result.record, result.steps, result.samples, result.events)
+                if result.record.status != "ok":
+                    self.failed += 1
+                    con.print(f"[red]failed[/red] {result.record.trial_id}: {result.record.reason}",
+                              highlight=False)
+                bar.update(task, completed=done[i + 1])

@@ -67,8 +67,9 @@ def build(directory: Path, store: Store, rows: list[dict], notes: dict[tuple, st
                                    store.events(t["trial_id"])), figdir / f"timeline-{t['trial_id']}")
         timelines.append({"title": title, "png": png})
     heatmaps = [{"title": f"Table 4 ({view} view)", "view": view,
-                 "png": save(heatmap_figure(f"Table 4 as a heatmap ({view} view)", t4, TABLE4), figdir / f"heatmap-{view}")}
-                for view, t4 in tables.items()]
+                 "png": save(heatmap_figure(f"Table 4 as a heatmap ({view} view)", table4(rows, notes, view), TABLE4),
+                            figdir / f"heatmap-{view}")}
+                for view in tables]  # the cells as the terminal shows them (mean ± half CI): they fit a square
     isolation = []
     for key, reps in sorted(groups.items()):
         title = " · ".join(key)

@@ -1,6 +1,7 @@
 """`contend compare A B`: two results directories' metrics.csv side by side, for people and for CI."""
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from rich import box
@@ -9,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..metrics.compare import Comparison, compare, regressions, tally
-
-__all__ = ["as_json", "compare_dirs", "regressions", "rich_compare"]
 from ..store import METRICS_CSV, read_metrics_csv
 from .table import cell
+
+__all__ = ["as_json", "compare_dirs", "regressions", "rich_compare"]
 
 STYLE = {"worse": "bold red", "better": "green", "same": "", "untested": "dim", "descriptive": "dim",
          "not measured": "dim", "only in A": "yellow", "only in B": "yellow"}
@@ -41,7 +42,7 @@ def as_json(a: Path, b: Path, min_change: float, comps: list[Comparison]) -> dic
 
 
 def _side(c) -> str:
-    return "—" if c is None else cell({"value": c.value, "ci_low": c.ci_low, "ci_high": c.ci_high, "n": c.n})
+    return "—" if c is None else cell(asdict(c))
 
 
 def rich_compare(a: Path, b: Path, comps: list[Comparison], show_all: bool) -> Group:

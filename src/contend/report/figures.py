@@ -94,8 +94,8 @@ def timeline_figure(title: str, samples, steps, trial: dict, events: list[dict])
 
 def heatmap_figure(title: str, t4: dict, metrics: tuple[str, ...]) -> Figure:
     """Table 4 as a heatmap: rows runtime × scenario, columns resource × metric, coloured 0 (not isolated,
-    red) to 1 (perfectly isolated, green); each cell says its mean and ± half its 95 % CI, or n/a with the
-    footnote number of its reason (the table's footnotes); `!` marks an escaped limit."""
+    red) to 1 (perfectly isolated, green); each cell says what the table (t4 with ± intervals) says: mean ±
+    half its 95 % CI, `! (k)` for an escaped limit, or n/a (k), k the table's footnote."""
     cols = [(res, m) for res in t4["resources"] for m in metrics]
     rows = t4["rows"]
     grid = np.full((len(rows), len(cols)), np.nan)
@@ -103,15 +103,12 @@ def heatmap_figure(title: str, t4: dict, metrics: tuple[str, ...]) -> Figure:
     for i, r in enumerate(rows):
         for j, key in enumerate(cols):
             v = r["values"].get(key)
-            text = r["cells"][key]
+            text = r["cells"][key].replace("±", "\n±")
             if v is None:
                 ax.text(j, i, text, ha="center", va="center", fontsize=6.5, color="0.35")
                 continue
             grid[i, j] = v["value"]
-            half = (v["ci_high"] - v["ci_low"]) / 2 if v["n"] >= 2 and np.isfinite(v["ci_low"]) else None
-            label = f"{v['value']:.2f}" + (f"\n±{half:.2f}" if half is not None else "") + \
-                (" !" if "!" in text else "")
-            ax.text(j, i, label, ha="center", va="center", fontsize=7,
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
                     color="black" if 0.25 < v["value"] < 0.85 else "white")
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="0.92")  # n/a cells: light grey
     im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1, aspect="auto")

@@ -53,8 +53,9 @@ def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool 
     """Table 4 for one view (pure): rows runtime × scenario, columns resource × (I_intFree, I_plr, S_I).
 
     Returns {"resources", "rows": [{"runtime", "scenario", "cells": {(resource, metric): text},
-    "values": {(resource, metric): metrics row or None}}], "footnotes": [text]}: a cell without a value says n/a and points at its reason; a cell whose disruptive
-    tenant escaped its limit is flagged with `!` and the escape ratio in a footnote.
+    "values": {(resource, metric): metrics row or None}}], "footnotes": [text]}: a cell without a value
+    says n/a and points at its reason; a cell whose disruptive tenant escaped its limit is flagged with `!`
+    and the escape ratio in a footnote.
     """
     by: dict[tuple, dict] = {}
     for r in rows:

@@ -31,6 +31,14 @@ def unique(items: list, names: list[str], what: str) -> list:
     return items
 
 
+def known_runtime(name: str, where: str = "") -> str:
+    """name, if its runtime (before any "-variant") is one contend drives; else the error, prefixed by where."""
+    from ..runtimes import KNOWN
+    if name.split("-")[0] not in KNOWN:
+        raise ValueError(f"{where}unknown runtime {name!r} (known: {', '.join(KNOWN)})")
+    return name
+
+
 class Scenario(Strict):
     """Volpert Table 1: workloads w as a fraction of the tenant's limit l, limits as a fraction of capacity."""
 
@@ -111,14 +119,9 @@ class Spec(Strict):
     @field_validator("runtimes")
     @classmethod
     def _known_runtimes(cls, v: list[str]) -> list[str]:
-        from ..runtimes import KNOWN
         for i, name in enumerate(v):
-            base = name.split("-")[0]
-            if base not in KNOWN:
-                raise ValueError(f"[{i}] unknown runtime {name!r} (known: {', '.join(KNOWN)})")
-        if len(set(v)) != len(v):
-            raise ValueError("each runtime once")
-        return v
+            known_runtime(name, f"[{i}] ")
+        return unique(v, v, "runtime")
 
     @field_validator("scenarios", mode="before")
     @classmethod
@@ -207,10 +210,7 @@ class GuardStudy(Strict):
     @field_validator("runtime")
     @classmethod
     def _known_runtime(cls, v: str) -> str:
-        from ..runtimes import KNOWN
-        if v.split("-")[0] not in KNOWN:
-            raise ValueError(f"unknown runtime {v!r} (known: {', '.join(KNOWN)})")
-        return v
+        return known_runtime(v)
 
     @field_validator("policies")
     @classmethod
