@@ -3,6 +3,7 @@
 set -euo pipefail
 PKGS=(runc crun runsc lxc bpftrace stress-ng fio iperf3 sysbench iproute2 util-linux procps e2fsprogs
       qemu-system-x86 busybox-static cpio   # the cgroup v2 guest of the test suite
+      gcc libc6-dev bc                      # the parallel suite builds its C benchmarks; bc checks pi's digits
       chromium)                             # the report's browser test (headless)
 # a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
 # the tests start it for their session only when it is not running

@@ -3,13 +3,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tempfile
-import time
 
 import pytest
 
 from contend import runtimes
+from contend.runtimes.engine import docker_session
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (real containers, cgroups, eBPF)")
@@ -31,30 +29,10 @@ def runtime_or_skip(name: str) -> runtimes.Runtime:
 
 @pytest.fixture(scope="session")
 def docker_engine():
-    """A docker engine for the session: the host's if it runs, else Debian's dockerd started here (DESIGN §5:
-    `--iptables=false`; no bridge, contend's containers have no network) and stopped afterwards."""
-    if not IS_ROOT or shutil.which("dockerd") is None or shutil.which("docker") is None:
-        yield None
-        return
-    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
-        yield "host"
-        return
-    log = open(os.path.join(tempfile.gettempdir(), "contend-test-dockerd.log"), "w")
-    proc = subprocess.Popen(["dockerd", "--iptables=false", "--ip-forward=false", "--bridge=none"],
-                            stdout=log, stderr=log, start_new_session=True)
-    deadline = time.monotonic() + 30
-    while subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            yield None  # the docker tests skip, saying the engine is not running
-            return
-        time.sleep(0.5)
-    yield "started"
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    """A docker engine for the session: the host's if it runs, else Debian's dockerd started here and
+    stopped afterwards (None: the docker tests skip, saying the engine is not running)."""
+    with docker_session() as engine:
+        yield engine
 
 
 def require(binary: str) -> None:

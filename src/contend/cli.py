@@ -141,8 +141,8 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
         fail(str(e))
     if quick:
         spec = spec.quickened()
-    if repetitions is not None:
-        spec = spec.model_copy(update={"repetitions": repetitions})
+    if repetitions is not None:  # a parallel study repeats its runs per container (CoPTS's z)
+        spec = spec.model_copy(update={"runs_per_container" if spec.kind == "parallel" else "repetitions": repetitions})
     need_root("contend run")
     directory = out or Path("results") / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if directory.exists() and any(directory.iterdir()):
@@ -152,6 +152,9 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
     if spec.kind == "guard":
         from .guard.study import ProtectionStudy
         study = ProtectionStudy(spec, directory, console)
+    elif spec.kind == "parallel":
+        from .parallel.study import ParallelSuite
+        study = ParallelSuite(spec, directory, console)
     else:
         study = Study(spec, directory, console)
     code = study.run()

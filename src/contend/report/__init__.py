@@ -29,9 +29,13 @@ def refresh(directory: Path, store: Store, title: str, width: int = 80) -> Writt
     """Everything a results directory shows, from its store: metrics, metrics.csv, Table 4 per view
     (table4-<view>.md), figures, report.html. The terminal gets Table 4 of the first view measured
     (eBPF, as in the paper, else the cgroup counters)."""
-    if read_yaml(directory / "spec.yaml").get("kind") == "guard":
+    kind = read_yaml(directory / "spec.yaml").get("kind")
+    if kind == "guard":
         from .protection import refresh_protection
         return refresh_protection(directory, store, title)
+    if kind == "parallel":
+        from .scaling import refresh_scaling
+        return refresh_scaling(directory, store, title)
     rows = analyze(directory, store)
     notes = failures(store)
     views = views_in(rows) or ["host"]

@@ -6,10 +6,14 @@ bound read-only at run time, as for the other runtimes).
 """
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
+import time
 from pathlib import Path
 
 from .base import NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check, last_line
@@ -130,6 +134,37 @@ class Engine(Runtime):
     def remove_image(self) -> None:
         """Without -f: an image another contend run's container still uses stays."""
         subprocess.run([self.binary, "rmi", IMAGE], capture_output=True, timeout=60)
+
+
+@contextlib.contextmanager
+def docker_session(timeout: float = 30):
+    """A docker engine while the block runs: the host's if one answers ("host"), else Debian's dockerd
+    started here and stopped after ("started"; DESIGN §5: `--iptables=false`, no bridge: contend's containers
+    have no network), or None when there is none to start or it does not come up."""
+    if os.geteuid() != 0 or shutil.which("dockerd") is None or shutil.which("docker") is None:
+        yield None
+        return
+    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        yield "host"
+        return
+    log = open(os.path.join(tempfile.gettempdir(), "contend-dockerd.log"), "w")
+    proc = subprocess.Popen(["dockerd", "--iptables=false", "--ip-forward=false", "--bridge=none"],
+                            stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            yield None
+            return
+        time.sleep(0.5)
+    try:
+        yield "started"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 class Kata(Runtime):

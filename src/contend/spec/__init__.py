@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 RESOURCES = ("cpu", "memory", "disk", "network")
 
@@ -37,6 +37,16 @@ def known_runtime(name: str, where: str = "") -> str:
     if name.split("-")[0] not in KNOWN:
         raise ValueError(f"{where}unknown runtime {name!r} (known: {', '.join(KNOWN)})")
     return name
+
+
+def known_runtimes(v: list[str]) -> list[str]:
+    """A spec's runtimes: each one contend drives, none twice."""
+    for i, name in enumerate(v):
+        known_runtime(name, f"[{i}] ")
+    return unique(v, v, "runtime")
+
+
+Runtimes = Annotated[list[str], Field(min_length=1), AfterValidator(known_runtimes)]
 
 
 class Scenario(Strict):
@@ -106,7 +116,7 @@ class Spec(Strict):
     kind: Literal["isolation"] = "isolation"
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
-    runtimes: list[str] = Field(min_length=1)
+    runtimes: Runtimes
     scenarios: list[Scenario] = Field(min_length=1)  # a standard name, or name, w_a, l_a, w_d, l_d
     resources: list[Literal["cpu", "memory", "disk", "network"]] = Field(min_length=1)
     repetitions: int = Field(default=1, gt=0, le=1000)
@@ -115,13 +125,6 @@ class Spec(Strict):
     metrics: Metrics = Metrics()
     capacity: Capacity = Capacity()
     quick: Quick = Quick()
-
-    @field_validator("runtimes")
-    @classmethod
-    def _known_runtimes(cls, v: list[str]) -> list[str]:
-        for i, name in enumerate(v):
-            known_runtime(name, f"[{i}] ")
-        return unique(v, v, "runtime")
 
     @field_validator("scenarios", mode="before")
     @classmethod
@@ -233,6 +236,134 @@ class GuardStudy(Strict):
         return self.model_dump(mode="json")
 
 
+class LinpackSizes(Strict):
+    n: int = Field(default=600, ge=2, le=20_000)  # matrix order (paper 600)
+    min_seconds: float = Field(default=10, ge=0, le=3600)  # solve repeatedly for at least this long
+
+
+class NoploopSizes(Strict):
+    count: float = Field(default=6e9, ge=100, le=1e13)  # instructions (paper 6 billion)
+
+
+class StreamSizes(Strict):
+    mib_per_array: float | Literal["auto"] = "auto"  # auto: 4 × the last-level cache (STREAM's rule)
+    ntimes: int = Field(default=10, ge=2, le=1000)
+
+    @field_validator("mib_per_array")
+    @classmethod
+    def _positive(cls, v):
+        if v != "auto" and not 0.01 <= v <= 1 << 20:
+            raise ValueError("must be auto or between 0.01 and 1048576 (MiB)")
+        return v
+
+
+class SysbenchCpuSizes(Strict):
+    max_prime: int = Field(default=20_000, ge=3, le=10**8)
+    events: int = Field(default=20_000, ge=1, le=10**9)
+
+
+SIZE = r"^[0-9]+[KMGT]?$"
+
+
+class SysbenchMemorySizes(Strict):
+    block: str = Field(default="1K", pattern=SIZE)  # paper: 1 KB blocks
+    total: str = Field(default="100G", pattern=SIZE)  # paper: 100 GB
+
+
+class PidigitsSizes(Strict):
+    digits: int = Field(default=200_000, ge=10, le=10**8)
+
+
+class FioSizes(Strict):
+    size: str = Field(default="256M", pattern=SIZE)
+    seconds: int = Field(default=10, ge=1, le=3600)
+
+
+class Sizes(Strict):
+    """Each benchmark's work per run (CoPTS §3; scaled where the paper's would take hours on a small host)."""
+
+    linpack: LinpackSizes = LinpackSizes()
+    noploop: NoploopSizes = NoploopSizes()
+    stream: StreamSizes = StreamSizes()
+    sysbench_cpu: SysbenchCpuSizes = Field(default=SysbenchCpuSizes(), alias="sysbench-cpu")
+    sysbench_memory: SysbenchMemorySizes = Field(default=SysbenchMemorySizes(), alias="sysbench-memory")
+    pidigits: PidigitsSizes = PidigitsSizes()
+    fio: FioSizes = FioSizes()
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def of(self, benchmark: str) -> dict:
+        return getattr(self, benchmark.replace("-", "_")).model_dump()
+
+
+class ContainerLimits(Strict):
+    cpus: float = Field(default=2, gt=0, le=1024)  # paper: 2 vCPUs
+    memory: str = Field(default="4G", pattern=SIZE)  # paper: 4 GB
+
+    @property
+    def memory_bytes(self) -> int:
+        return size_bytes(self.memory)
+
+
+def size_bytes(text: str) -> int:
+    """"4G" -> 4 GiB in bytes (K, M, G, T: powers of 1024, as sysbench and fio read them)."""
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    return int(text[:-1]) * mult[text[-1]] if text[-1] in mult else int(text)
+
+
+BENCHMARK_NAMES = ("linpack", "noploop", "stream", "sysbench-cpu", "sysbench-memory", "pidigits", "fio")
+
+
+class ParallelQuick(Strict):
+    counts: list[int] = Field(default=[1, 2, 4], min_length=1)
+    containers_per_process: int = Field(default=1, gt=0, le=10_000)
+    runs_per_container: int = Field(default=2, gt=0, le=10_000)
+    sizes: Sizes = Sizes()
+
+
+class ParallelStudy(Strict):
+    """CoPTS: every benchmark isolated and in N concurrent containers per runtime; for each count N, N
+    processes each launch `containers_per_process` containers one after another (CoPTS's y), each running
+    the benchmark `runs_per_container` times (z)."""
+
+    kind: Literal["parallel"]
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    runtimes: Runtimes
+    benchmarks: list[Literal[BENCHMARK_NAMES]] = Field(min_length=1)
+    counts: list[int] = Field(min_length=1)  # concurrent containers; 1 is the isolated run
+    containers_per_process: int = Field(default=1, gt=0, le=10_000)
+    runs_per_container: int = Field(default=1, gt=0, le=10_000)
+    limits: ContainerLimits = ContainerLimits()
+    sizes: Sizes = Sizes()
+    run_timeout_s: float = Field(default=3600, gt=0, le=86_400)  # one benchmark run, before it counts as failed
+    quick: ParallelQuick = ParallelQuick()
+
+    @field_validator("benchmarks")
+    @classmethod
+    def _unique_benchmarks(cls, v: list[str]) -> list[str]:
+        return unique(v, v, "benchmark")
+
+    @field_validator("counts")
+    @classmethod
+    def _counts(cls, v: list[int]) -> list[int]:
+        for i, n in enumerate(v):
+            if not 1 <= n <= 1000:
+                raise ValueError(f"[{i}] must be between 1 and 1000 containers, got {n}")
+        unique(v, [str(n) for n in v], "count")
+        if 1 not in v:
+            raise ValueError("must include 1: the isolated run everything is normalised to")
+        return sorted(v)
+
+    def quickened(self) -> "ParallelStudy":
+        q = self.quick
+        return self.model_copy(update={"counts": self._counts(q.counts), "sizes": q.sizes, "name": self.name + "-quick",
+                                       "containers_per_process": q.containers_per_process,
+                                       "runs_per_container": q.runs_per_container})
+
+    def resolved(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)
+
+
 RULES = {
     "greater_than": "must be > {gt}",
     "greater_than_equal": "must be >= {ge}",
@@ -276,7 +407,10 @@ def _format_error(source: str, e: ValidationError) -> str:
     return f"{source}: {path or '(top)'}: {msg[0].lower() + msg[1:] if msg else msg}{more}"
 
 
-def parse(text: str, source: str = "spec") -> Spec | GuardStudy:
+KINDS = {"guard": GuardStudy, "parallel": ParallelStudy}
+
+
+def parse(text: str, source: str = "spec") -> Spec | GuardStudy | ParallelStudy:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -285,14 +419,14 @@ def parse(text: str, source: str = "spec") -> Spec | GuardStudy:
         raise SpecError(f"{source}:{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
     if not isinstance(doc, dict):
         raise SpecError(f"{source}: (top): must be a mapping of keys, got {type(doc).__name__}")
-    model = GuardStudy if doc.get("kind") == "guard" else Spec
+    model = KINDS.get(doc.get("kind"), Spec)
     try:
         return model.model_validate(doc)
     except ValidationError as e:
         raise SpecError(format_error(source, e)) from None
 
 
-def load(path: str | Path) -> Spec | GuardStudy:
+def load(path: str | Path) -> Spec | GuardStudy | ParallelStudy:
     p = Path(path)
     try:
         text = p.read_text()

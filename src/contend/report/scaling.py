@@ -1,0 +1,272 @@
+"""The report of a parallel-suite study (CoPTS in kind): per benchmark, each runtime's isolated and N-parallel
+result normalised to runc isolated with the change from isolated (the paper's Tables 2-7; terminal,
+copts-tables.md, report.html), CoPTS-compatible CSVs (copts/), and per benchmark the scaling curve and how
+CPU time was shared (figures/)."""
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Group
+from rich.table import Table
+
+from ..metrics.scaling import Run, scaling_metrics
+from ..parallel.benchmarks import BENCHMARKS
+from ..store import Store
+from .analyze import publish
+from .figures import Figure, plt, save
+from .page import read_yaml, write_page
+
+
+@dataclass
+class StoredRun:
+    """One benchmark run as the store holds it (a CoPTS CSV row)."""
+
+    trial: dict
+    tenant: str  # p<process>c<container>
+    run: int  # its index within the container
+    t_end: float
+    figures: dict
+    host: dict
+    wall_s: float = float("nan")
+    status: str = "ok"
+    reason: str = ""
+
+    @property
+    def process(self) -> int:
+        return int(re.match(r"p(\d+)", self.tenant).group(1))
+
+    @property
+    def container(self) -> int:
+        return int(re.search(r"c(\d+)$", self.tenant).group(1))
+
+
+def load_runs(store: Store, trial: dict) -> list[StoredRun]:
+    """A cell's runs, failed ones included (from their events): every sample of a run shares its end time."""
+    s = store.samples(trial["trial_id"])
+    by: dict[tuple, StoredRun] = {}
+    for t, tenant, source, q, v in zip(s.t, s.tenant, s.source, s.quantity, s.value):
+        if source == "launch":
+            continue
+        r = by.setdefault((str(tenant), float(t)), StoredRun(trial, str(tenant), 0, float(t), {}, {}))
+        if q == "wall_s":
+            r.wall_s = float(v)
+        elif source == "guest":
+            r.figures[str(q)] = float(v)
+        else:
+            r.host[str(q)] = float(v)
+    for e in store.events(trial["trial_id"]):
+        if e["kind"] == "run-failed":
+            by[(e["tenant"], e["t"] + 1e-9)] = StoredRun(trial, e["tenant"], 0, e["t"], {}, {},
+                                                         status="failed", reason=e["detail"])
+    runs = sorted(by.values(), key=lambda r: (r.process, r.container, r.t_end))
+    index: dict[str, int] = defaultdict(int)
+    for r in runs:
+        r.run = index[r.tenant]
+        index[r.tenant] += 1
+    return runs
+
+
+def refresh_scaling(directory: Path, store: Store, title: str):
+    """Everything a parallel study's results directory shows, from its store."""
+    from . import Written
+    spec = read_yaml(directory / "spec.yaml")
+    runtimes = spec.get("runtimes", [])
+    trials = store.trials()
+    stored = {t["trial_id"]: load_runs(store, t) for t in trials if t["status"] == "ok"}
+    runs = [Run(t["runtime"], t["scenario_params"]["count"], t["resource"], r.tenant, r.figures, r.host,
+                (r.t_end - r.wall_s, r.t_end) if math.isfinite(r.wall_s) else None)
+            for t in trials if t["status"] == "ok" for r in stored[t["trial_id"]] if r.status == "ok"]
+    rows = publish(directory, store, scaling_metrics(runs, {b: BENCHMARKS[b].figure for b in BENCHMARKS}, runtimes))
+    write_copts_csvs(directory / "copts", trials, stored)
+    tables = copts_tables(rows, trials, runtimes)
+    (directory / "copts-tables.md").write_text(markdown(tables, title))
+    figdir = directory / "figures"
+    fair = {"host_cpus": next((t["capacity"].get("cpus") for t in trials), None),
+            "limit": spec.get("limits", {}).get("cpus")}
+    figures = [{"title": f"{b}: scaling", "png": save(scaling_figure(b, rows, runtimes, **fair), figdir / f"scaling-{b}")}
+               for b in tables]
+    out = write_page(directory, "parallel.html.j2", figures, tables=tables, figures=figures,
+                     not_ok=[t for t in trials if t["status"] != "ok" or t["reason"]],
+                     events=[e for e in store.events() if e["kind"] in ("oom-kill", "run-failed")])
+    return Written(rows, out, rich_tables(tables, title))
+
+
+# ------------------------------------------------------------------ tables (Tables 2-7)
+@dataclass
+class CoptsTable:
+    benchmark: str
+    caption: str
+    heads: list[str]
+    lines: list[list[str]]  # runtime, normalised per count…, change at the largest count, CPU fairness there
+    notes: list[str]
+
+
+def _get(rows: list[dict], rt: str, scenario: str, bench: str, view: str, metric: str) -> dict | None:
+    for r in rows:
+        if (r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]) == (rt, scenario, bench, view, metric):
+            return r
+    return None
+
+
+def _num(r: dict | None, fmt: str, suffix: str = "") -> str | None:
+    """mean[suffix] ± half the 95 % interval (n >= 2); None where nothing was measured."""
+    if r is None or not math.isfinite(r["value"]):
+        return None
+    text = format(r["value"], fmt) + suffix
+    if r["n"] >= 2 and math.isfinite(r["ci_low"]):
+        text += f" ±{format((r['ci_high'] - r['ci_low']) / 2, fmt.lstrip('+'))}"
+    return text
+
+
+def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> dict[str, CoptsTable]:
+    by_bench: dict[str, list[dict]] = defaultdict(list)
+    for t in trials:
+        by_bench[t["resource"]].append(t)
+    out = {}
+    for bench, ts in by_bench.items():
+        b = BENCHMARKS[bench]
+        counts = sorted({t["scenario_params"]["count"] for t in ts})
+        scen = {n: "isolated" if n == 1 else f"parallel-{n}" for n in counts}
+        top = scen[counts[-1]]
+        notes: list[str] = []
+        lines = []
+        for rt in [r for r in runtimes if any(t["runtime"] == r for t in ts)]:
+            line = [rt]
+            for n in counts:
+                trial = next((t for t in ts if t["runtime"] == rt and t["scenario"] == scen[n]), None)
+                text = _num(_get(rows, rt, scen[n], bench, "guest", "normalized"), ".2f", "x")
+                if text is None or (trial is not None and trial["status"] != "ok"):
+                    why = trial["reason"] if trial is not None else "not run"
+                    if why not in notes:
+                        notes.append(why)
+                    text = f"{trial['status'] if trial else 'n/a'} ({notes.index(why) + 1})"
+                elif trial is not None and trial["reason"]:
+                    if trial["reason"] not in notes:
+                        notes.append(trial["reason"])
+                    text += f" ({notes.index(trial['reason']) + 1})"
+                line.append(text)
+            line.append(_num(_get(rows, rt, top, bench, "guest", "loss_pct"), "+.0f", " %") or "n/a")
+            line.append(_num(_get(rows, rt, top, bench, "host", "jain"), ".2f") or "n/a")
+            line.append(_num(_get(rows, rt, top, bench, "host", "concurrency"), ".1f") or "n/a")
+            lines.append(line)
+        base = next((r for r in rows if r["resource"] == bench and r["scenario"] == "isolated"
+                     and r["metric"] == "normalized" and abs(r["value"] - 1) < 1e-12), None)
+        raw = _get(rows, base["runtime"], "isolated", bench, "guest", b.figure) if base else None
+        caption = (f"{bench} ({b.resource}): {b.figure} normalised to {base['runtime']} isolated "
+                   f"(x = {raw['value']:,.4g} {b.unit}); {'higher' if b.higher_is_better else 'lower'} is better"
+                   if raw else f"{bench}: no isolated run to normalise to")
+        heads = ["runtime"] + [f"{'isolated' if n == 1 else f'{n} parallel'}" for n in counts] + \
+                [f"{b.change} at {counts[-1]}", f"CPU fairness at {counts[-1]}", f"overlap at {counts[-1]}"]
+        out[bench] = CoptsTable(bench, caption, heads, lines, notes)
+    return out
+
+
+def rich_tables(tables: dict[str, CoptsTable], title: str) -> Group:
+    parts = []
+    for t in tables.values():
+        tab = Table(title=f"{title}: {t.caption}", title_justify="left")
+        for h in t.heads:
+            tab.add_column(h, justify="left" if h == "runtime" else "right")
+        for line in t.lines:
+            tab.add_row(*line)
+        parts.append(tab)
+        parts += [f"  ({i}) {n}" for i, n in enumerate(t.notes, 1)]
+    return Group(*parts)
+
+
+def markdown(tables: dict[str, CoptsTable], title: str) -> str:
+    out = [f"# {title}", "",
+           "Per benchmark, each runtime's mean over every run of every container (± half the 95 % interval), "
+           "normalised to the base runtime's isolated run; the change from the runtime's own isolated run at "
+           "the largest count (the paper's throughput loss or runtime increase); Jain's index of the CPU time "
+           "the concurrent containers got (host view, 1 = even); the overlap: how many runs went on at once, "
+           "on average over each run (N = the N containers' runs fully overlapped).", ""]
+    for t in tables.values():
+        out += [f"## {t.caption}", "", "| " + " | ".join(t.heads) + " |", "|" + "---|" * len(t.heads)]
+        out += ["| " + " | ".join(line) + " |" for line in t.lines]
+        out += [""] + [f"({i}) {n}" for i, n in enumerate(t.notes, 1)] + [""]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ CoPTS CSVs
+def write_copts_csvs(root: Path, trials: list[dict], stored: dict[str, list[StoredRun]]) -> None:
+    """CoPTS's x + 1 files per cell: copts/<benchmark>/<runtime>/<scenario>/process-<p>.csv (each process's
+    runs) and all.csv (every process's runs). One row per run: where it ran, its status, its figures."""
+    for t in trials:
+        runs = stored.get(t["trial_id"])
+        if not runs:
+            continue
+        d = root / t["resource"] / t["runtime"] / t["scenario"]
+        d.mkdir(parents=True, exist_ok=True)
+        names = sorted({k for r in runs for k in r.figures})
+        host = sorted({k for r in runs for k in r.host})
+        head = ["runtime", "benchmark", "containers", "process", "container", "run", "t_end_s", "wall_s", "status",
+                *names, *(f"host_{k}" for k in host), "reason"]
+
+        def line(r: StoredRun) -> list:
+            return [t["runtime"], t["resource"], t["scenario_params"]["count"], r.process, r.container, r.run,
+                    f"{r.t_end:.3f}", _fmt(r.wall_s), r.status, *(_fmt(r.figures.get(k)) for k in names),
+                    *(_fmt(r.host.get(k)) for k in host), r.reason]
+        for p in sorted({r.process for r in runs}):
+            _write_csv(d / f"process-{p}.csv", head, [line(r) for r in runs if r.process == p])
+        _write_csv(d / "all.csv", head, [line(r) for r in runs])
+
+
+def _fmt(v) -> str:
+    return "" if v is None or not math.isfinite(v) else f"{v:.6g}"
+
+
+def _write_csv(path: Path, head: list[str], lines: list[list]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(head)
+        w.writerows(lines)
+
+
+# ------------------------------------------------------------------ figures
+def scaling_figure(bench: str, rows: list[dict], runtimes: list[str], host_cpus: float | None = None,
+                   limit: float | None = None) -> Figure:
+    """Left: the normalised figure against concurrent containers, one line per runtime (95 % CI bars);
+    right: the CPUs each container got (host view) against the count, with the fair share of a benchmark's
+    one thread, min(1, limit, host CPUs / N), dashed."""
+    fig, (ax, cx) = plt.subplots(1, 2, figsize=(10, 3.8))
+    b = BENCHMARKS[bench]
+    counts = sorted({_count(r["scenario"]) for r in rows if r["resource"] == bench})
+    for rt in runtimes:
+        for axis, view, metric in ((ax, "guest", "normalized"), (cx, "host", "cpu")):
+            pts = sorted(((_count(r["scenario"]), r) for r in rows if r["runtime"] == rt and r["resource"] == bench
+                          and r["view"] == view and r["metric"] == metric and math.isfinite(r["value"])),
+                         key=lambda p: p[0])
+            if not pts:
+                continue
+            x = [p[0] for p in pts]
+            y = [p[1]["value"] for p in pts]
+            err = [[(r["value"] - r["ci_low"]) if math.isfinite(r["ci_low"]) else 0 for _, r in pts],
+                   [(r["ci_high"] - r["value"]) if math.isfinite(r["ci_high"]) else 0 for _, r in pts]]
+            axis.errorbar(x, y, yerr=err, marker="o", capsize=3, label=rt)
+    ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+    if host_cpus and limit and counts:
+        cx.plot(counts, [min(1.0, limit, host_cpus / n) for n in counts], color="grey", ls="--", lw=1,
+                label="fair share (one thread)")
+    ax.set_xlabel("concurrent containers")
+    ax.set_ylabel(f"{b.figure} / base isolated ({'higher' if b.higher_is_better else 'lower'} is better)")
+    ax.set_title(f"{bench}: scaling")
+    cx.set_xlabel("concurrent containers")
+    cx.set_ylabel("CPUs per container (cgroup)")
+    cx.set_title("CPU time shared")
+    for axis in (ax, cx):
+        axis.set_xticks(counts)
+        axis.grid(alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _count(scenario: str) -> int:
+    return 1 if scenario == "isolated" else int(scenario.split("-")[1])
