@@ -242,6 +242,14 @@ def test_small_study_runs_concurrently_and_reports_every_cell(small_study):
                       for rt in ("runc", "runsc") for b in ("noploop", "stream") for s in ("isolated", "parallel-2")}
     reason = con.execute("SELECT reason FROM trials WHERE trial_id = 'runc.stream.isolated'").fetchone()[0]
     assert "OOM" in reason or "exited" in reason
+    con.close()
+    from contend.report.scaling import load_runs
+    from contend.store import Store
+    with Store(out, read_only=True) as store:
+        trial = next(t for t in store.trials() if t["trial_id"] == "runc.stream.isolated")
+        failed = load_runs(store, trial)  # each failed run once, marked with its reason
+    assert [(r.run, r.status) for r in failed] == [(0, "failed"), (1, "failed")] and reason in failed[0].reason
+    con = duckdb.connect(str(out / "contend.duckdb"), read_only=True)
     # the two containers of parallel-2 ran side by side: their runs overlap in time
     spans = con.execute("SELECT tenant, t - value, t FROM samples WHERE trial_id = 'runc.noploop.parallel-2' "
                         "AND quantity = 'wall_s' ORDER BY t").fetchall()
@@ -273,10 +281,10 @@ def test_small_study_runs_concurrently_and_reports_every_cell(small_study):
 
 @needs_root
 @pytest.mark.slow
-def test_no_container_or_data_dir_is_left(small_study):
+@pytest.mark.usefixtures("small_study")
+def test_no_container_or_data_dir_is_left():
     from contend import runtimes
     from contend.paths import DATA
-    small_study  # noqa: B018  (ran)
     assert list(DATA.glob("contend-*")) == []
     for name in ("runc", "runsc"):
         assert runtimes.get(name).leftovers() == []

@@ -5,8 +5,10 @@ report.analyze (over metrics/), so each piece stays testable on its own.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
+from typing import Callable
 
 import yaml
 from rich.console import Console
@@ -17,10 +19,11 @@ from . import report as rep
 from .cgroups import detect
 from .doctor import ensure_capacity, facts
 from .planner import TrialPlan, plan, trial_seconds
-from .runner import run_trial, trial_capacity, trial_without_data
+from .runner import TrialResult, run_trial, trial_capacity, trial_without_data
 from .spec import Spec
 from .store import Store
 
+Advance = Callable[[float, str], None]  # a running item's progress: share done (0-1), what it does now
 SETUP_S = 3.0  # containers up and down, probes attaching: a rough share of each trial for the ETA
 
 
@@ -54,51 +57,61 @@ class Study:
         return outcome(con, self.dir, interrupted, self.failed, self.total, self.unit)
 
     def execute(self, store: Store, host_facts: dict) -> None:
-        """Every trial of the plan, each committed to the store as it ends (self.failed counts failures)."""
+        """Every trial of the plan, each committed to the store as it ends."""
         spec, con = self.spec, self.console
         trials = plan(spec)
-        self.total = len(trials)
         per_trial = trial_seconds(spec) + SETUP_S
         capacity = trial_capacity(ensure_capacity(spec.resources, say=lambda s: con.print(s, highlight=False)),
                                   spec)
         runnable = {r["name"]: r for r in host_facts["runtimes"]}
         host = detect()
+
+        def one(tp: TrialPlan, advance: Advance) -> TrialResult:
+            trial_facts = facts_of_trial(host_facts, runnable.get(tp.runtime))
+            why = not_run(tp, runnable)
+            if why:
+                return trial_without_data(tp, "n/a", why, capacity, trial_facts)
+
+            def on_step(step):
+                t = spec.trial
+                elapsed = 0.0 if step.index == 0 else t.baseline_s + (step.index - 1) * t.step_s
+                advance(elapsed / per_trial, f"{step.phase} {step.index}/{t.steps}")
+            return run_trial(tp, spec, capacity, trial_facts, host, on_step)
+
         # the ETA counts the trials that will run: cells not run and absent runtimes take no time
-        cost = [0.0 if not_run(tp, runnable) else per_trial for tp in trials]
-        done = [sum(cost[:i]) for i in range(len(trials) + 1)]
-        con.print(f"[bold]{spec.name}[/bold]: {len(trials)} trials "
-                  f"({', '.join(spec.runtimes)} × {', '.join(s.name for s in spec.resolved_scenarios())} × "
-                  f"{', '.join(spec.resources)} × {spec.repetitions} rep), about "
-                  f"{done[-1] / 60:.1f} min; results in {self.dir}", highlight=False)
+        self.run_each(store, trials, [0.0 if not_run(tp, runnable) else per_trial for tp in trials],
+                      f"[bold]{spec.name}[/bold]: {len(trials)} trials ({', '.join(spec.runtimes)} × "
+                      f"{', '.join(s.name for s in spec.resolved_scenarios())} × {', '.join(spec.resources)} × "
+                      f"{spec.repetitions} rep)",
+                      lambda tp: f"{tp.runtime} {tp.scenario.name} {tp.resource} r{tp.repetition}", one)
+
+    def run_each(self, store: Store, items: list, cost: list[float], header: str,
+                 describe: Callable[[object], str], run_one: Callable[[object, Advance], TrialResult]) -> None:
+        """What every kind of study does with its plan: says it (header, the ETA from `cost`, seconds per item),
+        runs each item under a progress bar (run_one may `advance` it: share done, what it does now) and
+        commits each result to the store as it ends; failed ones are counted and said."""
+        con = self.console
+        self.total = len(items)
+        done = list(itertools.accumulate(cost, initial=0.0))
+        con.print(f"{header}, about {done[-1] / 60:.1f} min; results in {self.dir}", highlight=False)
         with progress_bar(con) as bar:
-            task = bar.add_task("starting", total=done[-1], trial=f"0/{len(trials)}")
-            for i, tp in enumerate(trials):
-                done_before = done[i]
-                bar.update(task, completed=done_before, trial=f"{i + 1}/{len(trials)}",
-                           description=f"{tp.runtime} {tp.scenario.name} {tp.resource} r{tp.repetition}")
+            task = bar.add_task("starting", total=done[-1], trial=f"0/{len(items)}")
+            for i, item in enumerate(items):
+                desc = describe(item)
+                bar.update(task, completed=done[i], trial=f"{i + 1}/{len(items)}", description=desc)
 
-                def on_step(step, tp=tp, base=done_before):
-                    t = spec.trial
-                    elapsed = 0.0 if step.index == 0 else t.baseline_s + (step.index - 1) * t.step_s
-                    bar.update(task, completed=base + elapsed,
-                               description=f"{tp.runtime} {tp.scenario.name} {tp.resource} "
-                                           f"r{tp.repetition} {step.phase} {step.index}/{spec.trial.steps}")
+                def advance(share: float, detail: str, base=done[i], span=cost[i], desc=desc) -> None:
+                    bar.update(task, completed=base + span * min(1.0, share), description=f"{desc} {detail}")
 
-                self.failed += not self._trial(store, tp, capacity, host_facts, runnable, host, on_step)
+                result = run_one(item, advance)
+                rec = result.record
+                store.add_trial(rec, result.steps, result.samples, result.events)
+                if rec.status == "failed":
+                    self.failed += 1
+                    con.print(f"[red]failed[/red] {rec.trial_id}: {rec.reason}", highlight=False)
+                elif rec.status == "ok" and rec.reason:
+                    con.print(f"[yellow]partly failed[/yellow] {rec.trial_id}: {rec.reason}", highlight=False)
                 bar.update(task, completed=done[i + 1])
-
-    def _trial(self, store: Store, tp: TrialPlan, capacity: dict, host_facts: dict, runnable: dict, host,
-               on_step) -> bool:
-        trial_facts = facts_of_trial(host_facts, runnable.get(tp.runtime))
-        why = not_run(tp, runnable)
-        if why:
-            result = trial_without_data(tp, "n/a", why, capacity, trial_facts)
-        else:
-            result = run_trial(tp, self.spec, capacity, trial_facts, host, on_step)
-        store.add_trial(result.record, result.steps, result.samples, result.events)
-        if result.record.status == "failed":
-            self.console.print(f"[red]failed[/red] {tp.id}: {result.record.reason}", highlight=False)
-        return result.record.status != "failed"
 
 
 def facts_of_trial(host_facts: dict, runtime: dict | None) -> dict:
@@ -140,9 +153,10 @@ def progress_bar(console: Console) -> Progress:
 def not_run(tp: TrialPlan, runnable: dict) -> str:
     """Why a planned trial is not run on this host ("" = it is run): a cell the study leaves out, or a
     runtime that doctor found unable to run a container."""
-    avail = runnable.get(tp.runtime)
-    if tp.not_run:
-        return tp.not_run
-    if avail is not None and not avail["runs"]:
-        return f"{tp.runtime} not available: {avail['reason']}"
-    return ""
+    return tp.not_run or unavailable(tp.runtime, runnable)
+
+
+def unavailable(runtime: str, runnable: dict) -> str:
+    """Why doctor found the runtime unable to run a container here ("" = it can, or it was not looked at)."""
+    avail = runnable.get(runtime)
+    return f"{runtime} not available: {avail['reason']}" if avail is not None and not avail["runs"] else ""

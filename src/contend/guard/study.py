@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..doctor import ensure_capacity
 from ..spec import GuardStudy
 from ..store import Store
-from ..study import Study, facts_of_trial, progress_bar
+from ..study import Study, facts_of_trial
 from .evaluation import run_protection_trial
 
 SETUP_S = 6.0  # containers up, files laid out, containers down
@@ -31,26 +31,14 @@ class ProtectionStudy(Study):
     def execute(self, store: Store, host_facts: dict) -> None:
         spec, con = self.spec, self.console
         runs = self.plan()
-        self.total = len(runs)
-        cost = [run_seconds(w) for w, _, _ in runs]
-        done = [sum(cost[:i]) for i in range(len(runs) + 1)]
         capacity = ensure_capacity(["disk"], say=lambda s: con.print(s, highlight=False))
         trial_facts = facts_of_trial(host_facts, next((r for r in host_facts["runtimes"]
                                                        if r["name"] == spec.runtime), None))
-        con.print(f"[bold]{spec.name}[/bold]: {len(runs)} runs ({', '.join(w.name for w in spec.workloads)} × "
-                  f"{', '.join(spec.policies)} × {spec.repetitions} rep) on {capacity['disk_device']} "
-                  f"({capacity['disk_write_bw_bytes_s'] / 1e9:.1f} GB/s calibrated), about {done[-1] / 60:.1f} min;"
-                  f" results in {self.dir}", highlight=False)
-        with progress_bar(con) as bar:
-            task = bar.add_task("starting", total=done[-1], trial=f"0/{len(runs)}")
-            for i, (w, policy, r) in enumerate(runs):
-                bar.update(task, completed=done[i], trial=f"{i + 1}/{len(runs)}",
-                           description=f"{w.name} under {policy} r{r}")
-                result = run_protection_trial(spec, w, policy, r, capacity, trial_facts,
-                                              self.dir / "guard-logs" / f"{w.name}.{policy}.r{r}.jsonl")
-                store.add_trial(result.record, result.steps, result.samples, result.events)
-                if result.record.status != "ok":
-                    self.failed += 1
-                    con.print(f"[red]failed[/red] {result.record.trial_id}: {result.record.reason}",
-                              highlight=False)
-                bar.update(task, completed=done[i + 1])
+        self.run_each(
+            store, runs, [run_seconds(w) for w, _, _ in runs],
+            f"[bold]{spec.name}[/bold]: {len(runs)} runs ({', '.join(w.name for w in spec.workloads)} × "
+            f"{', '.join(spec.policies)} × {spec.repetitions} rep) on {capacity['disk_device']} "
+            f"({capacity['disk_write_bw_bytes_s'] / 1e9:.1f} GB/s calibrated)",
+            lambda run: f"{run[0].name} under {run[1]} r{run[2]}",
+            lambda run, advance: run_protection_trial(
+                spec, *run, capacity, trial_facts, self.dir / "guard-logs" / f"{run[0].name}.{run[1]}.r{run[2]}.jsonl"))

@@ -61,6 +61,11 @@ def scenario_of(count: int) -> str:
     return "isolated" if count == 1 else f"parallel-{count}"
 
 
+def count_of(scenario: str) -> int:
+    """scenario_of's inverse."""
+    return 1 if scenario == "isolated" else int(scenario.removeprefix("parallel-"))
+
+
 def row(runtime: str, count: int, benchmark: str, view: str, metric: str, value: float, low: float = math.nan,
         high: float = math.nan, n: int = 1) -> dict:
     return {"runtime": runtime, "scenario": scenario_of(count), "resource": benchmark, "view": view,

@@ -8,6 +8,7 @@ memory peak (host view, from the cgroup counters), its wall time. Measures, neve
 """
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import threading
@@ -20,6 +21,7 @@ from .. import runtimes
 from ..cgroups import CgroupHost, Limits
 from ..metrics.scaling import scenario_of
 from ..paths import DATA
+from ..runner import TrialResult
 from ..runtimes import ContainerSpec, RuntimeError_
 from ..spec import ParallelStudy
 from ..store import TrialRecord
@@ -48,26 +50,20 @@ class RunRecord:
         return f"p{self.process}c{self.container}"
 
 
-@dataclass
-class CellResult:
-    record: TrialRecord
-    runs: list[RunRecord] = field(default_factory=list)
-    launches: list[tuple[str, float, float]] = field(default_factory=list)  # (tenant, t, seconds to running)
-    events: list[tuple] = field(default_factory=list)  # (t, tenant, kind, detail)
-
-    def samples(self) -> list[tuple]:
-        """Each run as store samples (t = its end): figures as source "guest", CPUs used and memory peak
-        as source "cgroup", its wall time; each container's launch latency as source "launch"."""
-        out = [(t, tenant, "launch", "start_s", s) for tenant, t, s in self.launches]
-        for r in self.runs:
-            t = r.t_start + r.wall_s
-            out.append((t, r.tenant, "guest", "wall_s", r.wall_s))
-            out += [(t, r.tenant, "guest", k, v) for k, v in r.figures.items()]
-            if r.wall_s > 0 and r.cpu_s == r.cpu_s:
-                out.append((t, r.tenant, "cgroup", "cpu", r.cpu_s / r.wall_s))
-            if r.mem_peak_bytes == r.mem_peak_bytes:
-                out.append((t, r.tenant, "cgroup", "mem_peak_bytes", r.mem_peak_bytes))
-        return out
+def run_samples(runs: list[RunRecord], launches: list[tuple[str, float, float]]) -> list[tuple]:
+    """Each run as store samples (t = its end): figures as source "guest", the CPUs its container used and
+    its memory peak as source "cgroup" (as the cgroup sampler names them), its wall time; each container's
+    launch latency (tenant, t, seconds) as source "launch"."""
+    out = [(t, tenant, "launch", "start_s", s) for tenant, t, s in launches]
+    for r in runs:
+        t = r.t_start + r.wall_s
+        out.append((t, r.tenant, "guest", "wall_s", r.wall_s))
+        out += [(t, r.tenant, "guest", k, v) for k, v in r.figures.items()]
+        if r.wall_s > 0 and math.isfinite(r.cpu_s):
+            out.append((t, r.tenant, "cgroup", "cpu", r.cpu_s / r.wall_s))
+        if math.isfinite(r.mem_peak_bytes):
+            out.append((t, r.tenant, "cgroup", "mem_peak_bytes", r.mem_peak_bytes))
+    return out
 
 
 def cell_record(spec: ParallelStudy, runtime: str, benchmark: str, count: int, capacity: dict,
@@ -76,7 +72,7 @@ def cell_record(spec: ParallelStudy, runtime: str, benchmark: str, count: int, c
     sizes = spec.sizes.of(benchmark)
     if sizes.get("mib_per_array") == "auto":  # STREAM's rule: each array at least 4 × the last-level cache
         sizes["mib_per_array"] = 4 * capacity["llc_mib"]
-    params = {"count": count, "processes": count, "containers_per_process": spec.containers_per_process,
+    params = {"count": count, "containers_per_process": spec.containers_per_process,
               "runs_per_container": spec.runs_per_container, "sizes": sizes,
               "cpus": spec.limits.cpus, "memory_bytes": spec.limits.memory_bytes}
     return TrialRecord(f"{runtime}.{benchmark}.{scenario_of(count)}", runtime, scenario_of(count), benchmark, 1,
@@ -92,15 +88,18 @@ class Cell:
         self.rt = runtimes.get(runtime, host)
         self.bench = BENCHMARKS[benchmark]
         self.argv = self.bench.argv(record.scenario_params["sizes"])
-        self.result = CellResult(record)
+        self.record = record
+        self.runs: list[RunRecord] = []
+        self.launches: list[tuple[str, float, float]] = []  # (tenant, t, seconds to running)
+        self.events: list[tuple] = []  # (t, tenant, kind, detail)
         self.stop = threading.Event()
-        self.on_run = on_run or (lambda: None)  # called after every run (progress)
+        self.on_run = on_run or (lambda runs_done: None)  # progress
         self.uid = uuid.uuid4().hex[:6]
         self.barrier = threading.Barrier(count)
         self.lock = threading.Lock()
         self.clock0 = time.monotonic()
 
-    def run(self) -> CellResult:
+    def run(self) -> TrialResult:
         workers = [threading.Thread(target=self._process, args=(p,), name=f"copts-p{p}", daemon=True)
                    for p in range(self.count)]
         for w in workers:
@@ -116,12 +115,12 @@ class Cell:
                 w.join()
             raise
         finally:
-            self.result.record.ended_at = time.time()
+            self.record.ended_at = time.time()
         self._conclude()
-        return self.result
+        return TrialResult(self.record, [], run_samples(self.runs, self.launches), self.events)
 
     def _conclude(self) -> None:
-        rec, runs = self.result.record, self.result.runs
+        rec, runs = self.record, self.runs
         bad = [r for r in runs if r.status != "ok"]
         planned = self.count * self.spec.containers_per_process * self.spec.runs_per_container
         if runs and len(bad) < len(runs):
@@ -165,8 +164,7 @@ class Cell:
             for r in range(self.spec.runs_per_container):
                 if self.stop.is_set():
                     return
-                self._add(self._run(container, p, c, r))
-                self.on_run()
+                self.on_run(self._add(self._run(container, p, c, r)))
         finally:
             if container is not None:
                 self.rt.delete(container)
@@ -199,8 +197,6 @@ class Cell:
                 rec.status = "ok"
             except BenchmarkError as e:
                 rec.reason = f"{self.bench.name}: {e}"
-        if rec.status != "ok":
-            self._event(rec.t_start + rec.wall_s, rec.tenant, "run-failed", rec.reason)
         return rec
 
     def _wait(self, proc: subprocess.Popen) -> tuple[str, str]:
@@ -216,14 +212,19 @@ class Cell:
                     proc.returncode = None
                     return out, err
 
-    def _add(self, run: RunRecord) -> None:
+    def _add(self, run: RunRecord) -> int:
+        """Record a run (a failed one also as an event at its end, the time its samples carry); returns how
+        many are recorded now."""
+        if run.status != "ok":
+            self._event(run.t_start + run.wall_s, run.tenant, "run-failed", run.reason)
         with self.lock:
-            self.result.runs.append(run)
+            self.runs.append(run)
+            return len(self.runs)
 
     def _note_launch(self, tenant: str, t: float, seconds: float) -> None:
         with self.lock:
-            self.result.launches.append((tenant, t + seconds, seconds))
+            self.launches.append((tenant, t + seconds, seconds))
 
     def _event(self, t: float, tenant: str, kind: str, detail: str) -> None:
         with self.lock:
-            self.result.events.append((t, tenant, kind, detail))
+            self.events.append((t, tenant, kind, detail))

@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Group
 from rich.table import Table
 
-from ..metrics.scaling import Run, scaling_metrics
+from ..metrics.scaling import Run, count_of, scaling_metrics, scenario_of
 from ..parallel.benchmarks import BENCHMARKS
 from ..store import Store
 from .analyze import publish
@@ -46,7 +46,8 @@ class StoredRun:
 
 
 def load_runs(store: Store, trial: dict) -> list[StoredRun]:
-    """A cell's runs, failed ones included (from their events): every sample of a run shares its end time."""
+    """A cell's runs, failed ones marked by their events: every sample and the event of a run share its end
+    time."""
     s = store.samples(trial["trial_id"])
     by: dict[tuple, StoredRun] = {}
     for t, tenant, source, q, v in zip(s.t, s.tenant, s.source, s.quantity, s.value):
@@ -60,9 +61,9 @@ def load_runs(store: Store, trial: dict) -> list[StoredRun]:
         else:
             r.host[str(q)] = float(v)
     for e in store.events(trial["trial_id"]):
-        if e["kind"] == "run-failed":
-            by[(e["tenant"], e["t"] + 1e-9)] = StoredRun(trial, e["tenant"], 0, e["t"], {}, {},
-                                                         status="failed", reason=e["detail"])
+        if e["kind"] == "run-failed":  # at its run's end: the same key as its samples
+            r = by.setdefault((e["tenant"], e["t"]), StoredRun(trial, e["tenant"], 0, e["t"], {}, {}))
+            r.status, r.reason = "failed", e["detail"]
     runs = sorted(by.values(), key=lambda r: (r.process, r.container, r.t_end))
     index: dict[str, int] = defaultdict(int)
     for r in runs:
@@ -106,13 +107,6 @@ class CoptsTable:
     notes: list[str]
 
 
-def _get(rows: list[dict], rt: str, scenario: str, bench: str, view: str, metric: str) -> dict | None:
-    for r in rows:
-        if (r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]) == (rt, scenario, bench, view, metric):
-            return r
-    return None
-
-
 def _num(r: dict | None, fmt: str, suffix: str = "") -> str | None:
     """mean[suffix] ± half the 95 % interval (n >= 2); None where nothing was measured."""
     if r is None or not math.isfinite(r["value"]):
@@ -124,6 +118,7 @@ def _num(r: dict | None, fmt: str, suffix: str = "") -> str | None:
 
 
 def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> dict[str, CoptsTable]:
+    index = {(r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]): r for r in rows}
     by_bench: dict[str, list[dict]] = defaultdict(list)
     for t in trials:
         by_bench[t["resource"]].append(t)
@@ -131,7 +126,7 @@ def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> d
     for bench, ts in by_bench.items():
         b = BENCHMARKS[bench]
         counts = sorted({t["scenario_params"]["count"] for t in ts})
-        scen = {n: "isolated" if n == 1 else f"parallel-{n}" for n in counts}
+        scen = {n: scenario_of(n) for n in counts}
         top = scen[counts[-1]]
         notes: list[str] = []
         lines = []
@@ -139,7 +134,7 @@ def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> d
             line = [rt]
             for n in counts:
                 trial = next((t for t in ts if t["runtime"] == rt and t["scenario"] == scen[n]), None)
-                text = _num(_get(rows, rt, scen[n], bench, "guest", "normalized"), ".2f", "x")
+                text = _num(index.get((rt, scen[n], bench, "guest", "normalized")), ".2f", "x")
                 if text is None or (trial is not None and trial["status"] != "ok"):
                     why = trial["reason"] if trial is not None else "not run"
                     if why not in notes:
@@ -150,13 +145,13 @@ def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> d
                         notes.append(trial["reason"])
                     text += f" ({notes.index(trial['reason']) + 1})"
                 line.append(text)
-            line.append(_num(_get(rows, rt, top, bench, "guest", "loss_pct"), "+.0f", " %") or "n/a")
-            line.append(_num(_get(rows, rt, top, bench, "host", "jain"), ".2f") or "n/a")
-            line.append(_num(_get(rows, rt, top, bench, "host", "concurrency"), ".1f") or "n/a")
+            line.append(_num(index.get((rt, top, bench, "guest", "loss_pct")), "+.0f", " %") or "n/a")
+            line.append(_num(index.get((rt, top, bench, "host", "jain")), ".2f") or "n/a")
+            line.append(_num(index.get((rt, top, bench, "host", "concurrency")), ".1f") or "n/a")
             lines.append(line)
         base = next((r for r in rows if r["resource"] == bench and r["scenario"] == "isolated"
                      and r["metric"] == "normalized" and abs(r["value"] - 1) < 1e-12), None)
-        raw = _get(rows, base["runtime"], "isolated", bench, "guest", b.figure) if base else None
+        raw = index.get((base["runtime"], "isolated", bench, "guest", b.figure)) if base else None
         caption = (f"{bench} ({b.resource}): {b.figure} normalised to {base['runtime']} isolated "
                    f"(x = {raw['value']:,.4g} {b.unit}); {'higher' if b.higher_is_better else 'lower'} is better"
                    if raw else f"{bench}: no isolated run to normalise to")
@@ -236,10 +231,10 @@ def scaling_figure(bench: str, rows: list[dict], runtimes: list[str], host_cpus:
     one thread, min(1, limit, host CPUs / N), dashed."""
     fig, (ax, cx) = plt.subplots(1, 2, figsize=(10, 3.8))
     b = BENCHMARKS[bench]
-    counts = sorted({_count(r["scenario"]) for r in rows if r["resource"] == bench})
+    counts = sorted({count_of(r["scenario"]) for r in rows if r["resource"] == bench})
     for rt in runtimes:
         for axis, view, metric in ((ax, "guest", "normalized"), (cx, "host", "cpu")):
-            pts = sorted(((_count(r["scenario"]), r) for r in rows if r["runtime"] == rt and r["resource"] == bench
+            pts = sorted(((count_of(r["scenario"]), r) for r in rows if r["runtime"] == rt and r["resource"] == bench
                           and r["view"] == view and r["metric"] == metric and math.isfinite(r["value"])),
                          key=lambda p: p[0])
             if not pts:
@@ -266,7 +261,3 @@ def scaling_figure(bench: str, rows: list[dict], runtimes: list[str], host_cpus:
             axis.legend(fontsize=8)
     fig.tight_layout()
     return fig
-
-
-def _count(scenario: str) -> int:
-    return 1 if scenario == "isolated" else int(scenario.split("-")[1])

@@ -31,6 +31,11 @@ def unique(items: list, names: list[str], what: str) -> list:
     return items
 
 
+def no_repeats(what: str, by_name: bool = False) -> AfterValidator:
+    """A list field's rule: no item (by_name: no item's name) given twice."""
+    return AfterValidator(lambda v: unique(v, [x.name for x in v] if by_name else v, what))
+
+
 def known_runtime(name: str, where: str = "") -> str:
     """name, if its runtime (before any "-variant") is one contend drives; else the error, prefixed by where."""
     from ..runtimes import KNOWN
@@ -117,8 +122,9 @@ class Spec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
     runtimes: Runtimes
-    scenarios: list[Scenario] = Field(min_length=1)  # a standard name, or name, w_a, l_a, w_d, l_d
-    resources: list[Literal["cpu", "memory", "disk", "network"]] = Field(min_length=1)
+    # a standard name, or name, w_a, l_a, w_d, l_d
+    scenarios: Annotated[list[Scenario], Field(min_length=1), no_repeats("scenario", by_name=True)]
+    resources: Annotated[list[Literal[RESOURCES]], Field(min_length=1), no_repeats("resource")]
     repetitions: int = Field(default=1, gt=0, le=1000)
     trial: Trial = Trial()
     probes: Probes = Probes()
@@ -141,15 +147,7 @@ class Spec(Strict):
             out.append(s)
         return out
 
-    @field_validator("resources")
-    @classmethod
-    def _unique_resources(cls, v: list[str]) -> list[str]:
-        return unique(v, v, "resource")
 
-    @field_validator("scenarios")
-    @classmethod
-    def _unique_scenarios(cls, v: list[Scenario]) -> list[Scenario]:
-        return unique(v, [s.name for s in v], "scenario")
 
     def resolved_scenarios(self) -> list[Scenario]:
         return list(self.scenarios)
@@ -204,8 +202,9 @@ class GuardStudy(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
     runtime: str = "runc"
-    policies: list[Literal["none", "static", "aridac", "contend"]] = Field(min_length=1)
-    workloads: list[Workload] = Field(min_length=1)
+    policies: Annotated[list[Literal["none", "static", "aridac", "contend"]], Field(min_length=1),
+                        no_repeats("policy")]
+    workloads: Annotated[list[Workload], Field(min_length=1), no_repeats("workload", by_name=True)]
     repetitions: int = Field(default=1, gt=0, le=1000)
     guard: GuardSettings = GuardSettings()
     quick: GuardQuick = GuardQuick()
@@ -215,15 +214,7 @@ class GuardStudy(Strict):
     def _known_runtime(cls, v: str) -> str:
         return known_runtime(v)
 
-    @field_validator("policies")
-    @classmethod
-    def _unique_policies(cls, v: list[str]) -> list[str]:
-        return unique(v, v, "policy")
 
-    @field_validator("workloads")
-    @classmethod
-    def _unique_workloads(cls, v: list[Workload]) -> list[Workload]:
-        return unique(v, [w.name for w in v], "workload")
 
     def quickened(self) -> "GuardStudy":
         f = self.quick.time_scale
@@ -329,7 +320,7 @@ class ParallelStudy(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
     runtimes: Runtimes
-    benchmarks: list[Literal[BENCHMARK_NAMES]] = Field(min_length=1)
+    benchmarks: Annotated[list[Literal[BENCHMARK_NAMES]], Field(min_length=1), no_repeats("benchmark")]
     counts: list[int] = Field(min_length=1)  # concurrent containers; 1 is the isolated run
     containers_per_process: int = Field(default=1, gt=0, le=10_000)
     runs_per_container: int = Field(default=1, gt=0, le=10_000)
@@ -338,10 +329,6 @@ class ParallelStudy(Strict):
     run_timeout_s: float = Field(default=3600, gt=0, le=86_400)  # one benchmark run, before it counts as failed
     quick: ParallelQuick = ParallelQuick()
 
-    @field_validator("benchmarks")
-    @classmethod
-    def _unique_benchmarks(cls, v: list[str]) -> list[str]:
-        return unique(v, v, "benchmark")
 
     @field_validator("counts")
     @classmethod
