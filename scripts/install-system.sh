@@ -4,6 +4,7 @@ set -euo pipefail
 PKGS=(runc crun runsc lxc bpftrace stress-ng fio iperf3 sysbench iproute2 util-linux procps e2fsprogs
       qemu-system-x86 busybox-static cpio   # the cgroup v2 guest of the test suite
       gcc libc6-dev bc                      # the parallel suite builds its C benchmarks; bc checks pi's digits
+      postgresql mariadb-server mariadb-client   # the database victim (started by contend inside a tenant)
       chromium)                             # the report's browser test (headless)
 # a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
 # the tests start it for their session only when it is not running
@@ -20,7 +21,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # the database packages would start their services on the host: contend starts its own inside tenants
+  guard=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && guard=1
+  fi
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ -n "$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
 # bpftrace needs tracefs
 if [ "$(id -u)" = 0 ] && [ ! -d /sys/kernel/tracing/events ]; then

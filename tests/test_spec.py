@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contend.planner import plan
-from contend.spec import STANDARD, GuardStudy, ParallelStudy, Spec, SpecError, load, parse
+from contend.spec import KINDS, STANDARD, Spec, SpecError, load, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTEND = [sys.executable, "-m", "contend.cli"]
@@ -24,7 +24,7 @@ def contend(*args, cwd=None) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("preset", sorted((ROOT / "presets").glob("*.yaml")), ids=lambda p: p.name)
 def test_presets_validate(preset):
-    assert isinstance(load(preset), (Spec, GuardStudy, ParallelStudy))
+    assert isinstance(load(preset), (Spec, *KINDS.values()))
 
 
 @pytest.mark.parametrize("change,expected", [

@@ -126,13 +126,16 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
         out: Optional[Path] = typer.Option(None, "--out", "-o",
                                            help="Results directory (default results/<name>-<time>)."),
         repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", min=1,
-                                                  help="Override the spec's repetitions."),
+                                                  help="Override the spec's repetitions (parallel: runs per container; "
+                                                       "oltp: exactly N, the interval rule off)."),
         quick: bool = typer.Option(False, "--quick",
                                    help="A scaled-down pass of the whole matrix: the spec's `quick` section "
                                         "(repetitions, trial lengths, capacity) replaces the study's."),
         as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON at the end.")):
     """Run an experiment: every runtime × scenario × resource × repetition of SPEC, then metrics, table
-    and report; or, for a spec of kind: guard, every workload under every guard policy side by side.
+    and report. Other kinds of spec: guard (every workload under every guard policy side by side), parallel
+    (CoPTS: benchmarks in N concurrent containers), diskfill (WISA 2025: neighbours write large files, a victim
+    measures the disk), oltp (PDP 2015: a database next to a CPU, memory or disk bomb).
     Ctrl-C stops after cleaning up; finished trials are kept."""
     from .spec import SpecError, load
     try:
@@ -141,22 +144,19 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
         fail(str(e))
     if quick:
         spec = spec.quickened()
-    if repetitions is not None:  # a parallel study repeats its runs per container (CoPTS's z)
-        spec = spec.model_copy(update={"runs_per_container" if spec.kind == "parallel" else "repetitions": repetitions})
+    if repetitions is not None:
+        spec = spec.repeated(repetitions)
     need_root("contend run")
     directory = out or Path("results") / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if directory.exists() and any(directory.iterdir()):
         fail(f"{directory}: results directory exists and is not empty (choose another --out)")
-    from .study import Study
+    from .study import study_for
+    study = study_for(spec, directory, console)
+    try:
+        study.preflight()  # checks that need the host (e.g. free disk space): before anything is started
+    except SpecError as e:
+        fail(str(e))
     _term_as_interrupt()
-    if spec.kind == "guard":
-        from .guard.study import ProtectionStudy
-        study = ProtectionStudy(spec, directory, console)
-    elif spec.kind == "parallel":
-        from .parallel.study import ParallelSuite
-        study = ParallelSuite(spec, directory, console)
-    else:
-        study = Study(spec, directory, console)
     code = study.run()
     if as_json:
         print(json.dumps(study.rows, indent=1, default=str))

@@ -37,6 +37,9 @@ class Study:
     title = "isolation metrics"  # of the results table
     unit = "trials"
 
+    def preflight(self) -> None:
+        """Refuse, with a SpecError (exit 2), a study this host cannot take; nothing is started yet."""
+
     def run(self) -> int:
         """What every study does around its own runs (`execute`): spec.yaml, host.json, the store, and the
         report and exit code however it ends (Ctrl-C keeps what finished)."""
@@ -86,10 +89,12 @@ class Study:
                       lambda tp: f"{tp.runtime} {tp.scenario.name} {tp.resource} r{tp.repetition}", one)
 
     def run_each(self, store: Store, items: list, cost: list[float], header: str,
-                 describe: Callable[[object], str], run_one: Callable[[object, Advance], TrialResult]) -> None:
+                 describe: Callable[[object], str],
+                 run_one: Callable[[object, Advance], TrialResult | None]) -> None:
         """What every kind of study does with its plan: says it (header, the ETA from `cost`, seconds per item),
         runs each item under a progress bar (run_one may `advance` it: share done, what it does now) and
-        commits each result to the store as it ends; failed ones are counted and said."""
+        commits each result to the store as it ends; failed ones are counted and said. An item whose run_one
+        returns None was not needed and is not counted."""
         con = self.console
         self.total = len(items)
         done = list(itertools.accumulate(cost, initial=0.0))
@@ -104,6 +109,10 @@ class Study:
                     bar.update(task, completed=base + span * min(1.0, share), description=f"{desc} {detail}")
 
                 result = run_one(item, advance)
+                if result is None:  # not needed after all (e.g. the repetitions already converged)
+                    self.total -= 1
+                    bar.update(task, completed=done[i + 1])
+                    continue
                 rec = result.record
                 store.add_trial(rec, result.steps, result.samples, result.events)
                 if rec.status == "failed":
@@ -112,6 +121,21 @@ class Study:
                 elif rec.status == "ok" and rec.reason:
                     con.print(f"[yellow]partly failed[/yellow] {rec.trial_id}: {rec.reason}", highlight=False)
                 bar.update(task, completed=done[i + 1])
+
+
+def study_for(spec, directory: Path, console: Console) -> Study:
+    """The study that runs a spec of its kind."""
+    if spec.kind == "guard":
+        from .guard.study import ProtectionStudy as kind
+    elif spec.kind == "parallel":
+        from .parallel.study import ParallelSuite as kind
+    elif spec.kind == "diskfill":
+        from .victim.diskfill import DiskFill as kind
+    elif spec.kind == "oltp":
+        from .victim.oltp import OltpVictim as kind
+    else:
+        kind = Study
+    return kind(spec, directory, console)
 
 
 def facts_of_trial(host_facts: dict, runtime: dict | None) -> dict:

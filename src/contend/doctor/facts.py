@@ -13,7 +13,8 @@ from ..probes.ebpf import probe_types
 from .calibrate import load_capacity
 
 LOAD_GENERATORS = {"stress-ng": ["--version"], "fio": ["--version"], "iperf3": ["--version"],
-                   "sysbench": ["--version"], "bpftrace": ["--version"]}
+                   "sysbench": ["--version"], "bpftrace": ["--version"], "pgbench": ["--version"],
+                   "mariadbd": ["--version"]}
 
 
 def _version(binary: str, args: list[str]) -> str:

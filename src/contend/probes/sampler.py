@@ -31,22 +31,24 @@ def rates(prev: Stats, cur: Stats, dt: float) -> dict[str, float]:
     return out
 
 
-class CgroupSampler:
-    """A thread that reads the kernel's own counters: cheap enough for 100 ms buckets (DESIGN §5)."""
+class PeriodicSampler:
+    """A thread that reads counters every `period` s into samples (t since clock0); a subclass's `_loop`
+    reads until `_stop` is set."""
 
-    source = "cgroup"
+    source = ""
 
-    def __init__(self, targets: list[Target], period: float = 0.1, clock0: float | None = None):
-        self.targets = targets
+    def __init__(self, period: float = 0.1, clock0: float | None = None):
         self.period = period
         self.clock0 = time.monotonic() if clock0 is None else clock0
         self.samples: list[Sample] = []
         self.problems: list[str] = []
-        self.attached = [self.source]  # the kernel's counters are always there
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="cgroup-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=f"{self.source}-sampler", daemon=True)
 
-    def start(self) -> "CgroupSampler":
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+    def start(self):
         self._thread.start()
         return self
 
@@ -54,6 +56,17 @@ class CgroupSampler:
         self._stop.set()
         self._thread.join(timeout=5)
         return self.samples
+
+
+class CgroupSampler(PeriodicSampler):
+    """A thread that reads the kernel's own counters: cheap enough for 100 ms buckets (DESIGN §5)."""
+
+    source = "cgroup"
+
+    def __init__(self, targets: list[Target], period: float = 0.1, clock0: float | None = None):
+        super().__init__(period, clock0)
+        self.targets = targets
+        self.attached = [self.source]  # the kernel's counters are always there
 
     @staticmethod
     def snapshot(t: Target) -> Stats:

@@ -36,6 +36,9 @@ def refresh(directory: Path, store: Store, title: str, width: int = 80) -> Writt
     if kind == "parallel":
         from .scaling import refresh_scaling
         return refresh_scaling(directory, store, title)
+    if kind in ("diskfill", "oltp"):
+        from .victim import refresh_victim
+        return refresh_victim(directory, store, title)
     rows = analyze(directory, store)
     notes = failures(store)
     views = views_in(rows) or ["host"]

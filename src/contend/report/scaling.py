@@ -107,7 +107,7 @@ class CoptsTable:
     notes: list[str]
 
 
-def _num(r: dict | None, fmt: str, suffix: str = "") -> str | None:
+def mean_text(r: dict | None, fmt: str, suffix: str = "") -> str | None:
     """mean[suffix] ± half the 95 % interval (n >= 2); None where nothing was measured."""
     if r is None or not math.isfinite(r["value"]):
         return None
@@ -134,7 +134,7 @@ def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> d
             line = [rt]
             for n in counts:
                 trial = next((t for t in ts if t["runtime"] == rt and t["scenario"] == scen[n]), None)
-                text = _num(index.get((rt, scen[n], bench, "guest", "normalized")), ".2f", "x")
+                text = mean_text(index.get((rt, scen[n], bench, "guest", "normalized")), ".2f", "x")
                 if text is None or (trial is not None and trial["status"] != "ok"):
                     why = trial["reason"] if trial is not None else "not run"
                     if why not in notes:
@@ -145,9 +145,9 @@ def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> d
                         notes.append(trial["reason"])
                     text += f" ({notes.index(trial['reason']) + 1})"
                 line.append(text)
-            line.append(_num(index.get((rt, top, bench, "guest", "loss_pct")), "+.0f", " %") or "n/a")
-            line.append(_num(index.get((rt, top, bench, "host", "jain")), ".2f") or "n/a")
-            line.append(_num(index.get((rt, top, bench, "host", "concurrency")), ".1f") or "n/a")
+            line.append(mean_text(index.get((rt, top, bench, "guest", "loss_pct")), "+.0f", " %") or "n/a")
+            line.append(mean_text(index.get((rt, top, bench, "host", "jain")), ".2f") or "n/a")
+            line.append(mean_text(index.get((rt, top, bench, "host", "concurrency")), ".1f") or "n/a")
             lines.append(line)
         base = next((r for r in rows if r["resource"] == bench and r["scenario"] == "isolated"
                      and r["metric"] == "normalized" and abs(r["value"] - 1) < 1e-12), None)

@@ -160,6 +160,10 @@ class Spec(Strict):
             update["capacity"] = q.capacity
         return self.model_copy(update=update)
 
+    def repeated(self, n: int) -> "Spec":
+        """--repetitions N."""
+        return self.model_copy(update={"repetitions": n})
+
     def resolved(self) -> dict:
         """The spec with standard scenarios written out: what a results directory keeps."""
         return self.model_dump(mode="json")
@@ -222,6 +226,9 @@ class GuardStudy(Strict):
                                    "tail_s": w.tail_s * f}) for w in self.workloads]
         return self.model_copy(update={"repetitions": self.quick.repetitions, "workloads": wl,
                                        "name": self.name + "-quick"})
+
+    def repeated(self, n: int) -> "GuardStudy":
+        return self.model_copy(update={"repetitions": n})
 
     def resolved(self) -> dict:
         return self.model_dump(mode="json")
@@ -347,6 +354,10 @@ class ParallelStudy(Strict):
                                        "containers_per_process": q.containers_per_process,
                                        "runs_per_container": q.runs_per_container})
 
+    def repeated(self, n: int) -> "ParallelStudy":
+        """--repetitions N: the runs per container (CoPTS's z)."""
+        return self.model_copy(update={"runs_per_container": n})
+
     def resolved(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)
 
@@ -394,10 +405,13 @@ def _format_error(source: str, e: ValidationError) -> str:
     return f"{source}: {path or '(top)'}: {msg[0].lower() + msg[1:] if msg else msg}{more}"
 
 
-KINDS = {"guard": GuardStudy, "parallel": ParallelStudy}
+from .victim import DiskFillStudy, OltpStudy  # noqa: E402  (they build on the models above)
+
+KINDS = {"guard": GuardStudy, "parallel": ParallelStudy, "diskfill": DiskFillStudy, "oltp": OltpStudy}
+AnySpec = Spec | GuardStudy | ParallelStudy | DiskFillStudy | OltpStudy
 
 
-def parse(text: str, source: str = "spec") -> Spec | GuardStudy | ParallelStudy:
+def parse(text: str, source: str = "spec") -> AnySpec:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -413,7 +427,7 @@ def parse(text: str, source: str = "spec") -> Spec | GuardStudy | ParallelStudy:
         raise SpecError(format_error(source, e)) from None
 
 
-def load(path: str | Path) -> Spec | GuardStudy | ParallelStudy:
+def load(path: str | Path) -> AnySpec:
     p = Path(path)
     try:
         text = p.read_text()

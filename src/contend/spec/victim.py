@@ -1,0 +1,157 @@
+"""Specs of the victim studies: a disk-fill attack on a measuring neighbour (kind: diskfill, Kim et al. WISA
+2025) and a database under a disruptor (kind: oltp, Xavier et al. PDP 2015)."""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from . import SIZE, ContainerLimits, Runtimes, Strict, no_repeats, size_bytes
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+MARGIN = r"^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+[KMGT]?)$"  # "10%" of the file system, or a size ("20G")
+
+
+class AttackFiles(Strict):
+    """The total of the attackers' files, as a multiple of the host's memory (the paper: 32 GB, within
+    memory, and 128 GB, well beyond it). Each attacker writes its share as one file. An attack left out
+    (null) is not run; at least one is."""
+
+    fits_memory: float | None = Field(default=0.5, gt=0, lt=1, alias="fits-memory")
+    beyond_memory: float | None = Field(default=1.5, gt=1, le=100, alias="beyond-memory")
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _one(self) -> "AttackFiles":
+        if self.fits_memory is None and self.beyond_memory is None:
+            raise ValueError("at least one of fits-memory and beyond-memory must be given")
+        return self
+
+    def multiples(self) -> dict[str, float]:
+        return {k: v for k, v in (("fits-memory", self.fits_memory), ("beyond-memory", self.beyond_memory))
+                if v is not None}
+
+
+class VictimIO(Strict):
+    """What D measures: fio random reads and random writes side by side, direct I/O, on files of its own."""
+
+    block: str = Field(default="4k", pattern=r"^[0-9]+[kKmM]?$")
+    file: str = Field(default="1G", pattern=SIZE)  # each of its two files
+    seconds: float = Field(default=10, gt=0, le=3600)  # one measurement
+    iodepth: int = Field(default=1, ge=1, le=256)
+
+
+class DiskFillQuick(Strict):
+    repetitions: int = Field(default=1, gt=0, le=1000)
+    files: AttackFiles = AttackFiles(fits_memory=0.25, beyond_memory=1.25)
+    victim: VictimIO = VictimIO(file="256M", seconds=5)
+
+
+class DiskFillStudy(Strict):
+    """Containers A, B, C (the attackers) and D (the victim), each limited to `limits`. Per runtime and
+    repetition: D measured with the attackers idle (baseline), then while they write the files of each size."""
+
+    kind: Literal["diskfill"]
+    name: str = Field(pattern=NAME)
+    description: str = ""
+    runtimes: Runtimes
+    limits: ContainerLimits = ContainerLimits(cpus=1, memory="1G")  # paper: 1 CPU, 1 GB each
+    attackers: int = Field(default=3, ge=1, le=16)
+    files: AttackFiles = AttackFiles()
+    victim: VictimIO = VictimIO()
+    settle_s: float = Field(default=1, ge=0, le=600)  # from the attackers' start to D's measurement
+    attack_timeout_s: float = Field(default=1800, gt=0, le=86_400)  # an attack's writers are stopped after this
+    free_margin: str = Field(default="10%", pattern=MARGIN)  # what an attack must leave free
+    repetitions: int = Field(default=3, gt=0, le=1000)
+    quick: DiskFillQuick = DiskFillQuick()
+
+    def quickened(self) -> "DiskFillStudy":
+        q = self.quick
+        return self.model_copy(update={"repetitions": q.repetitions, "files": q.files, "victim": q.victim,
+                                       "name": self.name + "-quick"})
+
+    def repeated(self, n: int) -> "DiskFillStudy":
+        return self.model_copy(update={"repetitions": n})
+
+    def margin_bytes(self, fs_bytes: int) -> int:
+        """The free space an attack must leave on the experiment device."""
+        m = self.free_margin
+        return int(float(m[:-1]) / 100 * fs_bytes) if m.endswith("%") else size_bytes(m)
+
+    def resolved(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+DATABASES = ("postgresql", "mariadb")
+DISRUPTORS = ("cpu-bomb", "memory-bomb", "disk-bomb")
+
+
+class OltpLoad(Strict):
+    """The client: `clients` connections at a fixed rate, `rate` × the TPS this database reached unthrottled
+    under this runtime (measured first, in the cell's first repetition)."""
+
+    clients: int = Field(default=4, ge=1, le=1000)
+    rate: float = Field(default=0.7, gt=0, le=1)
+    seconds: float = Field(default=20, gt=0, le=3600)  # one measurement
+    warmup_s: float = Field(default=3, ge=0, le=600)  # before a window: the client (base), the disruptor
+    pause_s: float = Field(default=3, ge=0, le=600)  # after a disruptor is stopped: the database recovers
+    calibrate_s: float = Field(default=10, gt=0, le=3600)
+
+
+class OltpScale(Strict):
+    """The data each database holds: pgbench's scale factor; sysbench's tables × rows."""
+
+    pgbench_scale: int = Field(default=10, ge=1, le=100_000)
+    sysbench_tables: int = Field(default=4, ge=1, le=1000)
+    sysbench_table_size: int = Field(default=50_000, ge=100, le=10**9)
+
+
+class Repetitions(Strict):
+    """Repeat until the 95 % interval of every measured TPS is within ±ci_pct % of its mean (PDP 2015: "a
+    confidence interval of at least 95 %"), at least `min` and at most `max` times."""
+
+    min: int = Field(default=3, ge=1, le=1000)
+    max: int = Field(default=10, ge=1, le=1000)
+    ci_pct: float = Field(default=2, gt=0, le=100)
+
+    @model_validator(mode="after")
+    def _order(self) -> "Repetitions":
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) must be >= min ({self.min})")
+        return self
+
+
+class OltpQuick(Strict):
+    repetitions: Repetitions = Repetitions(min=2, max=2)
+    load: OltpLoad = OltpLoad(seconds=6, warmup_s=2, pause_s=2, calibrate_s=5)
+    scale: OltpScale = OltpScale(pgbench_scale=5, sysbench_table_size=20_000)
+
+
+class OltpStudy(Strict):
+    """A database server (the victim) in one container, a disruptor in the other; each gets `share` of the
+    host's CPUs, of the memory pool and of the disk's calibrated bandwidth and IOPS (the paper: half)."""
+
+    kind: Literal["oltp"]
+    name: str = Field(pattern=NAME)
+    description: str = ""
+    runtimes: Runtimes
+    databases: Annotated[list[Literal[DATABASES]], Field(min_length=1), no_repeats("database")]
+    disruptors: Annotated[list[Literal[DISRUPTORS]], Field(min_length=1), no_repeats("disruptor")]
+    share: float = Field(default=0.5, gt=0, le=1)
+    memory_pool: str | None = Field(default=None, pattern=SIZE)  # "all memory"; default: the host's RAM
+    load: OltpLoad = OltpLoad()
+    scale: OltpScale = OltpScale()
+    repetitions: Repetitions = Repetitions()
+    quick: OltpQuick = OltpQuick()
+
+    def quickened(self) -> "OltpStudy":
+        q = self.quick
+        return self.model_copy(update={"repetitions": q.repetitions, "load": q.load, "scale": q.scale,
+                                       "name": self.name + "-quick"})
+
+    def repeated(self, n: int) -> "OltpStudy":
+        """--repetitions N: exactly N (the interval rule off)."""
+        return self.model_copy(update={"repetitions": self.repetitions.model_copy(update={"min": n, "max": n})})
+
+    def resolved(self) -> dict:
+        return self.model_dump(mode="json")
