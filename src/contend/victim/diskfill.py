@@ -129,15 +129,19 @@ class FillTrial:
             with t:
                 t.run(self.victim, victim_prepare(spec.victim.file), what="fio (laying out the victim's files)")
                 t.start_sampling()
-                phases = [BASELINE, *self.sizes]
-                for i, phase in enumerate(phases):
-                    self.advance(i / len(phases), phase)
-                    reset_host("disk")
-                    self._phase(t, i, phase)
-                self.rec.status = "ok"
-                samples = t.stop_sampling()
+                try:
+                    phases = [BASELINE, *self.sizes]
+                    for i, phase in enumerate(phases):
+                        self.advance(i / len(phases), phase)
+                        reset_host("disk")
+                        self._phase(t, i, phase)
+                    self.rec.status = "ok"
+                finally:  # what was measured stays, whatever ends the trial
+                    samples = t.stop_sampling()
         except (RuntimeError_, OSError, ValueError) as e:
             self.rec.reason = str(e)
+            if any(st.phase == BASELINE for st in self.steps):  # measured before the failure: it stands
+                self.rec.status = "ok"
         finally:
             self.rec.ended_at = time.time()
             reset_host("disk")

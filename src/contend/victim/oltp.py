@@ -5,8 +5,8 @@ IOPS (the paper: half).
 
 One trial per runtime × database × repetition: the server set up afresh (no residue between repetitions),
 its base window (after `warmup_s` of the client unmeasured), then one window per disruptor (the disruptor
-started `warmup_s` before, killed after, a pause for the server to recover). The cell's first repetition first runs the client unthrottled: `rate` ×
-that TPS is the fixed rate of every window of the cell. Repetitions go on until the 95 % interval of every
+started `warmup_s` before, killed after, a pause for the server to recover). The cell's first repetition
+first runs the client unthrottled: `rate` × that TPS is the fixed rate of every window of the cell. Repetitions go on until the 95 % interval of every
 measured TPS is within ±ci_pct % of its mean, or the cap.
 """
 from __future__ import annotations
@@ -130,29 +130,34 @@ class OltpTrial:
         t = Tenants(self.rec.runtime, {VICTIM: self.limits, DISRUPTOR: self.limits})
         try:
             with t:
-                self.advance(0.0, f"{self.db.name} up")
-                self.db.start(t, VICTIM)
-                if self.rate is None:
-                    self.advance(0.1, "calibrating")
-                    top = self._window(t, "calibration", 0, 0.0, ld.calibrate_s)
-                    self.rate = spec.load.rate * sum(v["tps"] for k, v in top.types.items()
-                                                     if k not in ("read", "write", "other"))
-                    t.event(VICTIM, "rate", f"{self.db.name} unthrottled {self.rate / spec.load.rate:.1f} tps; "
-                                            f"fixed rate {self.rate:.1f} tps")
-                self.rec.scenario_params["rate_tps"] = self.rate
-                t.start_sampling()
-                self.advance(0.2, "base")
-                if ld.warmup_s >= 1:  # warm at the rate first: each disturbed window follows a measured one
-                    t.rt.run(t.c[VICTIM], self.db.client(ld.clients, self.rate, ld.warmup_s), timeout=ld.warmup_s + 120)
-                self._window(t, "base", 1, self.rate, ld.seconds)
-                for i, name in enumerate(spec.disruptors, 2):
-                    self.advance(0.2 + 0.8 * (i - 2) / len(spec.disruptors), name)
-                    self._disturbed(t, i, name)
-                self.db.stop(t, VICTIM)
-                samples = t.stop_sampling()
-                self.rec.status = "ok"
+                try:
+                    self.advance(0.0, f"{self.db.name} up")
+                    self.db.start(t, VICTIM)
+                    if self.rate is None:
+                        self.advance(0.1, "calibrating")
+                        top = self._window(t, "calibration", 0, 0.0, ld.calibrate_s)
+                        self.rate = spec.load.rate * sum(v["tps"] for k, v in top.types.items()
+                                                         if k not in ("read", "write", "other"))
+                        t.event(VICTIM, "rate", f"{self.db.name} unthrottled {self.rate / spec.load.rate:.1f} tps; "
+                                                f"fixed rate {self.rate:.1f} tps")
+                    self.rec.scenario_params["rate_tps"] = self.rate
+                    t.start_sampling()
+                    self.advance(0.2, "base")
+                    if ld.warmup_s >= 1:  # warm at the rate first: each disturbed window follows a measured one
+                        t.rt.run(t.c[VICTIM], self.db.client(ld.clients, self.rate, ld.warmup_s),
+                                 timeout=ld.warmup_s + 120)
+                    self._window(t, "base", 1, self.rate, ld.seconds)
+                    for i, name in enumerate(spec.disruptors, 2):
+                        self.advance(0.2 + 0.8 * (i - 2) / len(spec.disruptors), name)
+                        self._disturbed(t, i, name)
+                    self.db.stop(t, VICTIM)
+                    self.rec.status = "ok"
+                finally:  # what was measured stays, whatever ends the trial
+                    samples = t.stop_sampling()
         except (RuntimeError_, DatabaseError, OSError) as e:
             self.rec.reason = str(e)
+            if any(st.phase == "base" for st in self.steps):  # measured before the failure: it stands
+                self.rec.status = "ok"
         finally:
             self.rec.ended_at = time.time()
         ooms = [(s.t, s.tenant, "oom-kill", f"{int(s.value)} process(es) killed") for s in samples
