@@ -112,6 +112,31 @@ def test_d_of_a_database_follows_pdp_eq1():
     assert [r["metric"] for r in rows if r["scenario"] == "calibration"] == ["tps"]  # kept, compared with nothing
 
 
+def test_windows_reduce_a_trials_samples_to_guest_and_host_figures():
+    import numpy as np
+    from contend.metrics import Samples, StepWindow
+    from contend.metrics.degradation import measured_windows
+    rows = [  # (t, tenant, source, quantity, value)
+        (1.0, "d", "guest", "read_iops", 900.0), (0.5, "d", "guest", "read_iops_t", 1000.0),
+        (1.5, "d", "guest", "read_iops_t", 40.0),  # the worst 500 ms
+        (1.0, "d", "guest", "pg:tpcb/tps", 80.0), (1.2, "d", "guest", "pg/tps_t", 79.0),  # a series: left out
+        (0.5, "device", "device", "util", 0.8), (1.5, "device", "device", "util", 1.0),
+        (1.0, "device", "device", "wbytes_s", 1000.0),
+        (1.0, "a", "cgroup", "io_wbytes_s", 100.0), (1.0, "b", "cgroup", "io_wbytes_s", 100.0),
+        (1.0, "d", "cgroup", "io_wbytes_s", 50.0), (1.0, "d", "cgroup", "cpu", 0.5),
+        (1.0, "a", "cgroup", "oom_kill", 2.0),
+        (9.0, "d", "guest", "read_iops", 1.0)]  # outside the window
+    s = Samples(*(np.array(c) for c in zip(*rows)))
+    w = measured_windows(s, [StepWindow(1, "attack", 0.0, 2.0, {"d": 1.0})], "runc", "disk", 3)
+    by = {(x.resource, x.view): x for x in w}
+    assert set(by) == {("disk", "guest"), ("pg:tpcb", "guest"), ("disk", "host")}
+    assert by[("disk", "guest")].figures == {"read_iops": 900.0, "read_iops_min": 40.0}
+    assert by[("pg:tpcb", "guest")].figures == {"tps": 80.0} and by[("disk", "guest")].scenario == "attack"
+    assert by[("disk", "host")].figures == pytest.approx({
+        "device_util": 0.9, "device_wbytes_s": 1000.0, "attackers_charged_pct": 20.0, "victim_charged_pct": 5.0,
+        "victim_cpu": 0.5, "oom_kills": 2.0})
+
+
 def test_the_repetition_rule_wants_the_interval_within_the_share_of_the_mean():
     assert converged([100.0, 100.5, 99.5], 2)
     assert not converged([100.0, 150.0, 50.0], 2)
@@ -179,8 +204,7 @@ def test_database_starts_serves_and_stops_inside_a_container(runtime, db):
     with Tenants(runtime, {"victim": Limits(cpu=1, memory=GiB)}) as t:
         server.start(t, "victim")
         data = t.data["victim"]
-        p = t.rt.run(t.c["victim"], server.client(2, 0, 2), timeout=120)
-        assert p.returncode == 0, p.stdout[-800:] + p.stderr[-800:]
+        p = t.run("victim", server.client(2, 0, 2), timeout=120)
         res = server.parse(p.stdout + p.stderr)
         main = "tpcb-like" if db == "postgresql" else "oltp_read_write"
         assert res.types[main]["tps"] > 0 and res.types[main]["lat_ms"] > 0 and len(res.per_second) >= 1
@@ -190,7 +214,7 @@ def test_database_starts_serves_and_stops_inside_a_container(runtime, db):
             assert {"read", "write", "other"} <= set(res.types)
         # a fixed rate holds: half of what it reached unthrottled
         rate = res.types[main]["tps"] / 2
-        p = t.rt.run(t.c["victim"], server.client(2, rate * (3 if db == "postgresql" else 1), 2), timeout=120)
+        p = t.run("victim", server.client(2, rate * (3 if db == "postgresql" else 1), 2), timeout=120)
         got = server.parse(p.stdout + p.stderr).types[main]["tps"]
         assert got == pytest.approx(rate, rel=0.35)
         server.stop(t, "victim")

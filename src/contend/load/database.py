@@ -70,7 +70,7 @@ class Database(ABC):
         self.proc = tenants.exec(tenant, ["sh", "-c", f"exec {' '.join(self.server())} >>{self.log} 2>&1"])
         deadline = time.monotonic() + self.ready_timeout_s
         while True:
-            if tenants.rt.run(tenants.c[tenant], self.ping(), timeout=30).returncode == 0:
+            if tenants.run(tenant, self.ping(), timeout=30, check=False).returncode == 0:
                 break
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError_(f"{self.name} did not start in {tenant}: {last_log_line(tenants.data[tenant])}")

@@ -1,11 +1,16 @@
 """A victim measured undisturbed (its base) and under each attack or disruptor, paired per repetition: the
 IOPS drop and latency multiplier of the disk-fill attack (Kim et al. WISA 2025) and the degradation D of a
-database's transactions (Xavier et al. PDP 2015, Eq. 1). Pure."""
+database's transactions (Xavier et al. PDP 2015, Eq. 1); the windows themselves reduced from a trial's
+samples. Pure."""
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from .curves import Samples, StepWindow
 from .isolation import degradation
 from .stats import mean_ci
 
@@ -69,3 +74,54 @@ def converged(values: list[float], ci_pct: float) -> bool:
     """The repetition rule of PDP 2015: the 95 % interval within ±ci_pct % of the mean (n >= 2)."""
     mean, lo, hi, n = mean_ci(values)
     return n >= 2 and math.isfinite(lo) and (hi - lo) / 2 <= ci_pct / 100 * abs(mean)
+
+
+def measured_windows(s: Samples, steps: list[StepWindow], runtime: str, resource: str, repetition: int) -> list[Window]:
+    """A trial's measurement windows (its steps), each with what was measured in it. Guest view: the
+    victim's figures (a quantity "<resource>/<figure>" names its resource, else the trial's) and its worst
+    500 ms (the lowest of its IOPS series). Host view: the disk's mean utilisation, queue depth and write
+    rate, the shares of those writes charged to the attackers' and to the victim's cgroups (writeback by the
+    kernel's flusher may be charged to nobody), the victim's CPUs, the OOM kills in any tenant."""
+    out = []
+    for st in steps:
+        inside = (s.t >= st.t_start) & (s.t <= st.t_end)
+        g = inside & (s.source == "guest")
+        guest: dict[str, dict[str, float]] = defaultdict(dict)  # resource -> figures
+        for q, v in zip(s.quantity[g], s.value[g]):
+            res, _, figure = str(q).rpartition("/")  # "postgresql:tpcb-like/tps"; "read_iops" (disk)
+            if figure.endswith("_t"):  # a series: its worst point only
+                if figure in ("read_iops_t", "write_iops_t"):
+                    key = figure.removesuffix("_t") + "_min"
+                    guest[res or resource][key] = min(float(v), guest[res or resource].get(key, math.inf))
+                continue
+            guest[res or resource][figure] = float(v)
+        out += [Window(runtime, st.phase, res, repetition, "guest", figures) for res, figures in guest.items()]
+        host = _host_figures(s, inside, set(st.ideal))
+        if host:
+            out.append(Window(runtime, st.phase, resource, repetition, "host", host))
+    return out
+
+
+def _host_figures(s: Samples, inside: np.ndarray, victims: set[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    dev = inside & (s.source == "device")
+    for q in ("util", "queue_depth", "wbytes_s"):
+        v = s.value[dev & (s.quantity == q)]
+        if len(v):
+            out[f"device_{q}"] = float(v.mean())
+    cg = inside & (s.source == "cgroup")
+    w = cg & (s.quantity == "io_wbytes_s")
+    if out.get("device_wbytes_s", 0) > 0 and w.any():  # who the disk's writes were charged to
+        per_tenant = defaultdict(list)
+        for tenant, v in zip(s.tenant[w], s.value[w]):
+            per_tenant[str(tenant)].append(v)
+        share = {t: 100 * float(np.mean(v)) / out["device_wbytes_s"] for t, v in per_tenant.items()}
+        out["attackers_charged_pct"] = min(100.0, sum(v for t, v in share.items() if t not in victims))
+        out["victim_charged_pct"] = min(100.0, sum(v for t, v in share.items() if t in victims))
+    cpu = s.value[cg & (s.quantity == "cpu") & np.isin(s.tenant, list(victims))]
+    if len(cpu):
+        out["victim_cpu"] = float(cpu.mean())
+    oom = s.value[cg & (s.quantity == "oom_kill")]
+    if len(oom):
+        out["oom_kills"] = float(oom.sum())
+    return out

@@ -31,6 +31,12 @@ def rates(prev: Stats, cur: Stats, dt: float) -> dict[str, float]:
     return out
 
 
+def oom_events(samples: list[Sample]) -> list[tuple]:
+    """The OOM kills the cgroup counters saw, as store events (t, tenant, "oom-kill", detail)."""
+    return [(s.t, s.tenant, "oom-kill", f"{int(s.value)} process(es) killed") for s in samples
+            if s.quantity == "oom_kill" and s.value > 0]
+
+
 class PeriodicSampler:
     """A thread that reads counters every `period` s into samples (t since clock0); a subclass's `_loop`
     reads until `_stop` is set."""

@@ -11,15 +11,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Group
-from rich.table import Table
-
 from ..metrics.scaling import Run, count_of, scaling_metrics, scenario_of
 from ..parallel.benchmarks import BENCHMARKS
 from ..store import Store
 from .analyze import publish
 from .figures import Figure, plt, save
 from .page import read_yaml, write_page
+from .table import TextTable, markdown_tables, mean_text, rich_text_tables
 
 
 @dataclass
@@ -85,7 +83,7 @@ def refresh_scaling(directory: Path, store: Store, title: str):
     rows = publish(directory, store, scaling_metrics(runs, {b: BENCHMARKS[b].figure for b in BENCHMARKS}, runtimes))
     write_copts_csvs(directory / "copts", trials, stored)
     tables = copts_tables(rows, trials, runtimes)
-    (directory / "copts-tables.md").write_text(markdown(tables, title))
+    (directory / "copts-tables.md").write_text(markdown_tables(tables.values(), title, INTRO))
     figdir = directory / "figures"
     fair = {"host_cpus": next((t["capacity"].get("cpus") for t in trials), None),
             "limit": spec.get("limits", {}).get("cpus")}
@@ -94,30 +92,11 @@ def refresh_scaling(directory: Path, store: Store, title: str):
     out = write_page(directory, "parallel.html.j2", figures, tables=tables, figures=figures,
                      not_ok=[t for t in trials if t["status"] != "ok" or t["reason"]],
                      events=[e for e in store.events() if e["kind"] in ("oom-kill", "run-failed")])
-    return Written(rows, out, rich_tables(tables, title))
+    return Written(rows, out, rich_text_tables(tables.values(), title))
 
 
 # ------------------------------------------------------------------ tables (Tables 2-7)
-@dataclass
-class CoptsTable:
-    benchmark: str
-    caption: str
-    heads: list[str]
-    lines: list[list[str]]  # runtime, normalised per count…, change at the largest count, CPU fairness there
-    notes: list[str]
-
-
-def mean_text(r: dict | None, fmt: str, suffix: str = "") -> str | None:
-    """mean[suffix] ± half the 95 % interval (n >= 2); None where nothing was measured."""
-    if r is None or not math.isfinite(r["value"]):
-        return None
-    text = format(r["value"], fmt) + suffix
-    if r["n"] >= 2 and math.isfinite(r["ci_low"]):
-        text += f" ±{format((r['ci_high'] - r['ci_low']) / 2, fmt.lstrip('+'))}"
-    return text
-
-
-def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> dict[str, CoptsTable]:
+def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> dict[str, TextTable]:
     index = {(r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]): r for r in rows}
     by_bench: dict[str, list[dict]] = defaultdict(list)
     for t in trials:
@@ -157,35 +136,15 @@ def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> d
                    if raw else f"{bench}: no isolated run to normalise to")
         heads = ["runtime"] + [f"{'isolated' if n == 1 else f'{n} parallel'}" for n in counts] + \
                 [f"{b.change} at {counts[-1]}", f"CPU fairness at {counts[-1]}", f"overlap at {counts[-1]}"]
-        out[bench] = CoptsTable(bench, caption, heads, lines, notes)
+        out[bench] = TextTable(caption, heads, lines, notes)
     return out
 
 
-def rich_tables(tables: dict[str, CoptsTable], title: str) -> Group:
-    parts = []
-    for t in tables.values():
-        tab = Table(title=f"{title}: {t.caption}", title_justify="left")
-        for h in t.heads:
-            tab.add_column(h, justify="left" if h == "runtime" else "right")
-        for line in t.lines:
-            tab.add_row(*line)
-        parts.append(tab)
-        parts += [f"  ({i}) {n}" for i, n in enumerate(t.notes, 1)]
-    return Group(*parts)
-
-
-def markdown(tables: dict[str, CoptsTable], title: str) -> str:
-    out = [f"# {title}", "",
-           "Per benchmark, each runtime's mean over every run of every container (± half the 95 % interval), "
-           "normalised to the base runtime's isolated run; the change from the runtime's own isolated run at "
-           "the largest count (the paper's throughput loss or runtime increase); Jain's index of the CPU time "
-           "the concurrent containers got (host view, 1 = even); the overlap: how many runs went on at once, "
-           "on average over each run (N = the N containers' runs fully overlapped).", ""]
-    for t in tables.values():
-        out += [f"## {t.caption}", "", "| " + " | ".join(t.heads) + " |", "|" + "---|" * len(t.heads)]
-        out += ["| " + " | ".join(line) + " |" for line in t.lines]
-        out += [""] + [f"({i}) {n}" for i, n in enumerate(t.notes, 1)] + [""]
-    return "\n".join(out)
+INTRO = ("Per benchmark, each runtime's mean over every run of every container (± half the 95 % interval), "
+         "normalised to the base runtime's isolated run; the change from the runtime's own isolated run at the "
+         "largest count (the paper's throughput loss or runtime increase); Jain's index of the CPU time the "
+         "concurrent containers got (host view, 1 = even); the overlap: how many runs went on at once, on average "
+         "over each run (N = the N containers' runs fully overlapped).")
 
 
 # ------------------------------------------------------------------ CoPTS CSVs

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Iterable
 
 from rich.console import Group
 from rich.table import Table
@@ -131,3 +133,47 @@ def table4_markdown(t4: dict, title: str) -> str:
                      + " | ".join(r["cells"][(res, m)] for res in t4["resources"] for m in TABLE4) + " |")
     lines += [""] + [f"({i + 1}) {f}  " for i, f in enumerate(t4["footnotes"])]
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ captioned text tables (parallel, victim)
+def mean_text(r: dict | None, fmt: str, suffix: str = "") -> str | None:
+    """mean[suffix] ± half the 95 % interval (n >= 2); None where nothing was measured."""
+    if r is None or not math.isfinite(r["value"]):
+        return None
+    text = format(r["value"], fmt) + suffix
+    if r["n"] >= 2 and math.isfinite(r["ci_low"]):
+        text += f" ±{format((r['ci_high'] - r['ci_low']) / 2, fmt.lstrip('+'))}"
+    return text
+
+
+@dataclass
+class TextTable:
+    """A captioned table of text cells; its first `left` columns are names (aligned left); footnotes after it."""
+
+    caption: str
+    heads: list[str]
+    lines: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    left: int = 1
+
+
+def rich_text_tables(tables: Iterable[TextTable], title: str) -> Group:
+    parts: list = []
+    for t in tables:
+        tab = Table(title=f"{title}: {t.caption}", title_justify="left")
+        for i, h in enumerate(t.heads):
+            tab.add_column(h, justify="left" if i < t.left else "right")
+        for line in t.lines:
+            tab.add_row(*line)
+        parts.append(tab)
+        parts += [f"  ({i}) {n}" for i, n in enumerate(t.notes, 1)]
+    return Group(*parts)
+
+
+def markdown_tables(tables: Iterable[TextTable], title: str, intro: str = "") -> str:
+    out = [f"# {title}", ""] + ([intro, ""] if intro else [])
+    for t in tables:
+        out += [f"## {t.caption}", "", "| " + " | ".join(t.heads) + " |", "|" + "---|" * len(t.heads)]
+        out += ["| " + " | ".join(line) + " |" for line in t.lines]
+        out += [""] + [f"({i}) {n}" for i, n in enumerate(t.notes, 1)] + ([""] if t.notes else [])
+    return "\n".join(out)

@@ -6,90 +6,24 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from rich.console import Group
-from rich.table import Table
 
 from ..metrics import aggregate
-from ..metrics.degradation import DISKFILL_RULES, OLTP_RULES, Window, paired
+from ..metrics.degradation import DISKFILL_RULES, OLTP_RULES, measured_windows, paired
 from ..store import Store
 from .analyze import publish
 from .figures import Figure, plt, save
 from .page import read_yaml, write_page
-from .scaling import mean_text
+from .table import TextTable, markdown_tables, mean_text, rich_text_tables
 
 
-@dataclass
-class VictimTable:
-    caption: str
-    heads: list[str]
-    lines: list[list[str]]
-    notes: list[str]
-
-
-# ------------------------------------------------------------------ windows from the store
-def windows_of(store: Store, trial: dict) -> list[Window]:
-    """Each measurement window of a trial (its steps) with the victim's figures measured in it (guest view)
-    and the disk's or the tenants' as the host saw them (host view)."""
-    s = store.samples(trial["trial_id"])
-    out = []
-    for st in store.steps(trial["trial_id"]):
-        inside = (s.t >= st.t_start) & (s.t <= st.t_end)
-        guest: dict[str, dict[str, float]] = defaultdict(dict)  # resource -> figures
-        for q, v in zip(s.quantity[inside & (s.source == "guest")], s.value[inside & (s.source == "guest")]):
-            resource, _, figure = str(q).rpartition("/")  # "postgresql:tpcb-like/tps"; "read_iops" (disk)
-            guest[resource or trial["resource"]][figure] = float(v)
-        g = inside & (s.source == "guest")
-        for q in ("read_iops_t", "write_iops_t"):  # the victim's worst 500 ms in the window
-            v = s.value[g & (s.quantity == q)]
-            if len(v):
-                guest[trial["resource"]][q.removesuffix("_t") + "_min"] = float(v.min())
-        for resource, figures in guest.items():
-            figures = {k: v for k, v in figures.items() if not k.endswith("_t")}  # timelines stay out
-            if figures:
-                out.append(Window(trial["runtime"], st.phase, resource, trial["repetition"], "guest", figures))
-        host = host_figures(s, inside, st)
-        if host:
-            out.append(Window(trial["runtime"], st.phase, trial["resource"], trial["repetition"], "host", host))
-    return out
-
-
-def host_figures(s, inside: np.ndarray, step) -> dict[str, float]:
-    """Over a window: the disk's mean utilisation, queue depth and write rate and the shares of its writes
-    charged to the attackers' and to the victim's cgroups (writeback by the kernel's flusher may be charged
-    to nobody); the victim's CPUs; the OOM kills in any tenant."""
-    out: dict[str, float] = {}
-    dev = inside & (s.source == "device")
-    for q in ("util", "queue_depth", "wbytes_s"):
-        v = s.value[dev & (s.quantity == q)]
-        if len(v):
-            out[f"device_{q}"] = float(v.mean())
-    cg = inside & (s.source == "cgroup")
-    victims = set(step.ideal)  # the tenant measured in the window
-    w = cg & (s.quantity == "io_wbytes_s")
-    if out.get("device_wbytes_s", 0) > 0 and w.any():  # who the disk's writes were charged to
-        per_tenant = defaultdict(list)
-        for tenant, v in zip(s.tenant[w], s.value[w]):
-            per_tenant[str(tenant)].append(v)
-        share = {t: 100 * float(np.mean(v)) / out["device_wbytes_s"] for t, v in per_tenant.items()}
-        out["attackers_charged_pct"] = min(100.0, sum(v for t, v in share.items() if t not in victims))
-        out["victim_charged_pct"] = min(100.0, sum(v for t, v in share.items() if t in victims))
-    cpu = s.value[cg & (s.quantity == "cpu") & np.isin(s.tenant, list(victims))]
-    if len(cpu):  # the victim's CPUs (a disk-fill victim at its limit is CPU-bound, not disk-bound)
-        out["victim_cpu"] = float(cpu.mean())
-    oom = s.value[cg & (s.quantity == "oom_kill")]
-    if len(oom):
-        out["oom_kills"] = float(oom.sum())
-    return out
-
-
+# ------------------------------------------------------------------ metrics from the store
 def victim_rows(store: Store, kind: str) -> list[dict]:
     """Per repetition paired, then mean and 95 % interval per cell (metrics.csv's rows)."""
-    windows = [w for t in store.trials("ok") for w in windows_of(store, t)]
+    windows = [w for t in store.trials("ok") for w in measured_windows(
+        store.samples(t["trial_id"]), store.steps(t["trial_id"]), t["runtime"], t["resource"], t["repetition"])]
     base, rules = ("baseline", DISKFILL_RULES) if kind == "diskfill" else ("base", OLTP_RULES)
     return aggregate(paired(windows, base, rules, alone=("calibration",)))
 
@@ -107,7 +41,7 @@ def _notes_for(trials: list[dict], runtime: str, notes: list[str], resource: str
     return ", ".join(dict.fromkeys(marks))
 
 
-def diskfill_tables(rows: list[dict], trials: list[dict], runtimes: list[str], attacks: list[str]) -> list[VictimTable]:
+def diskfill_tables(rows: list[dict], trials: list[dict], runtimes: list[str], attacks: list[str]) -> list[TextTable]:
     """The baseline, then one table per attack: the victim's loss (guest view) next to the disk (host view)."""
     idx = {(r["runtime"], r["scenario"], r["view"], r["metric"]): r for r in rows}
     notes: list[str] = []
@@ -116,9 +50,9 @@ def diskfill_tables(rows: list[dict], trials: list[dict], runtimes: list[str], a
                            for m, fmt in (("read_iops", ",.0f"), ("write_iops", ",.0f"), ("read_lat_us", ".0f"),
                                           ("write_lat_us", ".0f"), ("read_p99_us", ".0f"), ("write_p99_us", ".0f"))]
             for rt in runtimes]
-    out = [VictimTable("baseline: container D alone (A-C idle), guest view (fio, direct I/O, read and write side by side)",
+    out = [TextTable("baseline: container D alone (A-C idle), guest view (fio, direct I/O, read and write side by side)",
                        ["runtime", "read IOPS", "write IOPS", "read lat (µs)", "write lat (µs)", "read p99 (µs)",
-                        "write p99 (µs)"], base, notes)]
+                        "write p99 (µs)"], base)]
     for a in attacks:
         lines = []
         for rt in runtimes:
@@ -132,14 +66,15 @@ def diskfill_tables(rows: list[dict], trials: list[dict], runtimes: list[str], a
                 line.append(mean_text(_scaled(idx.get((rt, a, "host", m)), scale), fmt, suffix) or "n/a")
             line.append(mean_text(idx.get((rt, a, "guest", "attack_s")), ".0f") or "n/a")
             lines.append(line)
-        out.append(VictimTable(
+        out.append(TextTable(
             f"{a}: D against its baseline (guest view: IOPS drop over the window and in its worst 500 ms, mean latency "
             "×) and the disk meanwhile (host view: "
             "utilisation, queue depth, the shares of its writes charged to the attackers' and to D's cgroups — the "
             "rest was issued outside every container, by the kernel's writeback; the attack's length)",
             ["runtime", "read IOPS drop", "write IOPS drop", "worst 0.5 s (read)", "read lat ×", "write lat ×",
              "disk util", "queue depth",
-             "writes charged to A-C", "to D", "attack (s)"], lines, notes))
+             "writes charged to A-C", "to D", "attack (s)"], lines))
+    out[-1].notes = notes  # the runtimes' marks point at them from every table: said once, at the end
     return out
 
 
@@ -153,7 +88,7 @@ def _scaled(r: dict | None, k: float) -> dict | None:
 
 
 def oltp_tables(rows: list[dict], trials: list[dict], runtimes: list[str], disruptors: list[str],
-                events: list[dict] = ()) -> list[VictimTable]:
+                events: list[dict] = ()) -> list[TextTable]:
     idx = {(r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]): r for r in rows}
     notes: list[str] = []
     runtime_of = {t["trial_id"]: (t["runtime"], t["resource"]) for t in trials}
@@ -184,34 +119,11 @@ def oltp_tables(rows: list[dict], trials: list[dict], runtimes: list[str], disru
                         text = f"n/a ({notes.index(why) + 1})"
                     line.append((text or "n/a") + (f" / {lat}" if lat else ""))
                 lines.append(line)
-    return [VictimTable("the database victim: D = (1 − disturbed/base) × 100 of its TPS per disruptor and transaction "
+    return [TextTable("the database victim: D = (1 − disturbed/base) × 100 of its TPS per disruptor and transaction "
                         "type (PDP 2015 Eq. 1; mean ± half the 95 % interval over repetitions, each paired with its own "
                         "base) / the mean latency multiplier (a fixed rate below capacity keeps D near 0 until the server "
                         "cannot keep up; its latency says what the disruptor cost meanwhile). sysbench's read, write "
-                        "and other queries per second are in metrics.csv", heads, lines, notes)]
-
-
-def rich_tables(tables: list[VictimTable], title: str) -> Group:
-    parts = []
-    for t in tables:
-        tab = Table(title=f"{title}: {t.caption}", title_justify="left")
-        for h in t.heads:
-            tab.add_column(h, justify="left" if h in ("runtime", "transactions") else "right")
-        for line in t.lines:
-            tab.add_row(*line)
-        parts.append(tab)
-    notes = tables[0].notes if tables else []
-    parts += [f"  ({i}) {n}" for i, n in enumerate(notes, 1)]
-    return Group(*parts)
-
-
-def markdown(tables: list[VictimTable], title: str) -> str:
-    out = [f"# {title}", ""]
-    for t in tables:
-        out += [f"## {t.caption}", "", "| " + " | ".join(t.heads) + " |", "|" + "---|" * len(t.heads)]
-        out += ["| " + " | ".join(line) + " |" for line in t.lines] + [""]
-    notes = tables[0].notes if tables else []
-    return "\n".join(out + [f"({i}) {n}" for i, n in enumerate(notes, 1)] + [""])
+                        "and other queries per second are in metrics.csv", heads, lines, notes, left=2)]
 
 
 # ------------------------------------------------------------------ figures
@@ -332,7 +244,7 @@ def refresh_victim(directory: Path, store: Store, title: str):
             summary.append({"title": f"{res}: TPS per disruptor", "png": save(bars_figure(
                 sub, runtimes, ["base", *disruptors], [("tps", f"{res}: TPS", "transactions/s")],
                 f"{res}: base and disturbed TPS"), figdir / f"oltp-{res.replace(':', '-')}")})
-    (directory / "victim-tables.md").write_text(markdown(tables, title))
+    (directory / "victim-tables.md").write_text(markdown_tables(tables, title))
     timelines = []
     for t in store.trials("ok"):
         samples, steps, events = store.samples(t["trial_id"]), store.steps(t["trial_id"]), store.events(t["trial_id"])
@@ -350,6 +262,6 @@ def refresh_victim(directory: Path, store: Store, title: str):
                            "transactions/s", "CPUs × 100", zero_after="oom-kill")
         timelines.append({"title": name, "png": save(fig, figdir / f"timeline-{t['trial_id']}")})
     out = write_page(directory, "victim.html.j2", summary + timelines, tables=tables, summary=summary,
-                     timelines=timelines, notes=tables[0].notes if tables else [], kind=kind,
+                     timelines=timelines, kind=kind,
                      events=[e for e in store.events() if e["kind"] not in ("attack-start",)])
-    return Written(rows, out, rich_tables(tables, title))
+    return Written(rows, out, rich_text_tables(tables, title))

@@ -24,6 +24,7 @@ from ..metrics import StepWindow
 from ..paths import DATA
 from ..planner import TrialPlan
 from ..probes import BpftraceProbes, CgroupSampler, Sample, Target
+from ..probes.sampler import oom_events
 from ..runtimes import ContainerSpec, RuntimeError_, signals_deferred
 from ..spec import Spec
 from ..store import TrialRecord
@@ -142,8 +143,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
             for tenant, values in r.guest.items():
                 result.samples += [Sample(mid, tenant, "load", q, v) for q, v in values.items()]
             result.events += [(r.t_end, tenant, "load-failed", what) for tenant, what in r.failures]
-        result.events += [(s.t, s.tenant, "oom-kill", f"{int(s.value)} process(es) killed")
-                          for s in result.samples if s.quantity == "oom_kill" and s.value > 0]
+        result.events += oom_events(result.samples)
         check_failures(records)
         rec.status = "ok"
     except RuntimeError_ as e:

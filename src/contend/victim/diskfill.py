@@ -31,7 +31,6 @@ from .tenants import Tenants, stop
 
 BASELINE = "baseline"
 VICTIM = "d"
-GUEST_FIGURES = ("read_iops", "write_iops", "read_lat_us", "write_lat_us", "read_p99_us", "write_p99_us")
 WRITE_GUESS_BPS = 3e9  # for the ETA only: what the attackers write together per second (this host: ~3.3 GB/s)
 
 
@@ -161,7 +160,7 @@ class FillTrial:
             t0 = t.now()
             out = t.run(self.victim, victim_argv(spec.victim.file, spec.victim.block, spec.victim.iodepth,
                                                  spec.victim.seconds, "/data/v"),
-                        timeout=spec.victim.seconds + 120, what="fio (the victim's measurement)")
+                        timeout=spec.victim.seconds + 120, what="fio (the victim's measurement)").stdout
             t1 = t.now()
             figures = victim_figures(json.loads(out[out.find("{"):]))
             if not figures:
@@ -173,7 +172,7 @@ class FillTrial:
         finally:  # an interrupted or failed attack leaves no writer and no file behind
             stop(list(writers.values()))
             for a in writers:
-                t.rt.run(t.c[a], ["pkill", "-KILL", "-x", "dd"], timeout=30)  # the exec'd dd itself
+                t.kill(a, "dd")
                 (t.data[a] / "fill").unlink(missing_ok=True)
 
     def _iops_logs(self, t: Tenants, t0: float) -> None:

@@ -6,8 +6,8 @@ IOPS (the paper: half).
 One trial per runtime × database × repetition: the server set up afresh (no residue between repetitions),
 its base window (after `warmup_s` of the client unmeasured), then one window per disruptor (the disruptor
 started `warmup_s` before, killed after, a pause for the server to recover). The cell's first repetition
-first runs the client unthrottled: `rate` × that TPS is the fixed rate of every window of the cell. Repetitions go on until the 95 % interval of every
-measured TPS is within ±ci_pct % of its mean, or the cap.
+first runs the client unthrottled: `rate` × that TPS is the fixed rate of every window of the cell.
+Repetitions go on until the 95 % interval of every measured TPS is within ±ci_pct % of its mean, or the cap.
 """
 from __future__ import annotations
 
@@ -144,8 +144,8 @@ class OltpTrial:
                     t.start_sampling()
                     self.advance(0.2, "base")
                     if ld.warmup_s >= 1:  # warm at the rate first: each disturbed window follows a measured one
-                        t.rt.run(t.c[VICTIM], self.db.client(ld.clients, self.rate, ld.warmup_s),
-                                 timeout=ld.warmup_s + 120)
+                        t.run(VICTIM, self.db.client(ld.clients, self.rate, ld.warmup_s), timeout=ld.warmup_s + 120,
+                              what=f"{self.db.name} client (warm-up)")
                     self._window(t, "base", 1, self.rate, ld.seconds)
                     for i, name in enumerate(spec.disruptors, 2):
                         self.advance(0.2 + 0.8 * (i - 2) / len(spec.disruptors), name)
@@ -160,9 +160,7 @@ class OltpTrial:
                 self.rec.status = "ok"
         finally:
             self.rec.ended_at = time.time()
-        ooms = [(s.t, s.tenant, "oom-kill", f"{int(s.value)} process(es) killed") for s in samples
-                if s.quantity == "oom_kill" and s.value > 0]
-        return TrialResult(self.rec, self.steps, samples + self.guest, t.events + ooms)
+        return TrialResult(self.rec, self.steps, samples + self.guest, t.events)
 
     def _disturbed(self, t: Tenants, index: int, name: str) -> None:
         ld = self.spec.load
@@ -180,7 +178,7 @@ class OltpTrial:
         finally:
             # the bomb's processes only: killing all but pid 1 would end an lxc container (lxc-init follows
             # its command)
-            t.rt.run(t.c[DISRUPTOR], ["pkill", "-KILL", "stress-ng|fio"], timeout=30)
+            t.kill(DISRUPTOR, "stress-ng.*|fio")
             proc.communicate(timeout=30)
             for f in t.data[DISRUPTOR].glob("bomb-*"):  # the disk bomb's files (host side: also when it is gone)
                 f.unlink(missing_ok=True)
@@ -189,12 +187,9 @@ class OltpTrial:
     def _window(self, t: Tenants, phase: str, index: int, rate: float, seconds: float) -> ClientResult:
         """One measurement: the client for `seconds` at `rate` (0: unthrottled); its figures as samples."""
         t0 = t.now()
-        p = t.rt.run(t.c[VICTIM], self.db.client(self.spec.load.clients, rate, seconds), timeout=seconds + 120)
+        p = t.run(VICTIM, self.db.client(self.spec.load.clients, rate, seconds), timeout=seconds + 120,
+                  what=f"{self.db.name} client ({phase})", error=DatabaseError)
         t1 = t.now()
-        if p.returncode != 0:
-            why = (p.stderr or p.stdout).strip().splitlines()
-            raise DatabaseError(f"{self.db.name} client exited {p.returncode} in {phase}"
-                                + (f": {why[-1][:200]}" if why else ""))
         res = self.db.parse(p.stdout + p.stderr)
         self.steps.append(StepWindow(index, phase, t0, t1, {VICTIM: rate}))
         mid = (t0 + t1) / 2

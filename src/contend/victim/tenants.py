@@ -12,9 +12,9 @@ from ..cgroups import CgroupHost, Limits
 from ..paths import DATA
 from ..probes.base import Sample, Target
 from ..probes.device import DeviceSampler
-from ..probes.sampler import CgroupSampler
+from ..probes.sampler import CgroupSampler, oom_events
 from ..runtimes import Container, ContainerSpec, RuntimeError_
-from ..runtimes.base import signals_deferred
+from ..runtimes.base import last_line, signals_deferred
 
 
 class Tenants:
@@ -66,10 +66,12 @@ class Tenants:
             self.samplers.append(DeviceSampler(self.device, self.period, self.clock0).start())
 
     def stop_sampling(self) -> list[Sample]:
+        """The samples since start_sampling; the OOM kills among them become events too."""
         out: list[Sample] = []
         for s in self.samplers:
             out += s.stop()
         self.samplers = []
+        self.events += oom_events(out)
         return out
 
     def exec(self, tenant: str, argv: list[str], **popen) -> subprocess.Popen:
@@ -78,14 +80,20 @@ class Tenants:
         popen.setdefault("text", True)
         return self.rt.exec(self.c[tenant], argv, **popen)
 
-    def run(self, tenant: str, argv: list[str], timeout: float | None = 600, what: str = "") -> str:
-        """argv inside the tenant to its end; its stdout, or RuntimeError_ with its last line."""
+    def run(self, tenant: str, argv: list[str], timeout: float | None = 600, what: str = "",
+            check: bool = True, error: type[Exception] = RuntimeError_) -> subprocess.CompletedProcess:
+        """argv inside the tenant to its end. check: a non-zero exit raises `error`, saying what exited
+        and its last line."""
         p = self.rt.run(self.c[tenant], argv, timeout=timeout)
-        if p.returncode != 0:
-            why = (p.stderr or p.stdout).strip().splitlines()
-            raise RuntimeError_(f"{what or argv[0]} in {tenant} exited {p.returncode}"
-                                + (f": {why[-1][:200]}" if why else ""))
-        return p.stdout
+        if check and p.returncode != 0:
+            why = last_line(p.stderr or p.stdout)[:200]
+            raise error(f"{what or argv[0]} in {tenant} exited {p.returncode}" + (f": {why}" if why else ""))
+        return p
+
+    def kill(self, tenant: str, names: str) -> None:
+        """Kill the processes inside the tenant whose names match the regex `names` (what an exec started:
+        killing its host-side client does not end it)."""
+        self.run(tenant, ["pkill", "-KILL", "-x", names], timeout=30, check=False)
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
