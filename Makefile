@@ -7,7 +7,7 @@ export UV_LINK_MODE := copy
 VENV := .venv
 UV := $(VENV)-uv/bin/uv
 
-.PHONY: demo test test-cgroup2 setup system venv clean-host
+.PHONY: demo test test-cgroup2 check-image setup system venv clean-host
 
 demo: setup
 	$(VENV)/bin/contend run presets/quick.yaml
@@ -18,6 +18,11 @@ test: setup
 # only the real cgroup v2 tests, in the v2 guest (make test runs them too)
 test-cgroup2: setup
 	$(VENV)/bin/pytest -q -s tests/test_cgroup2_guest.py
+
+# the cluster's pods for real without a cluster: builds deploy/Dockerfile's image and runs the rendered
+# Workflow's and DaemonSet's containers under docker (docs/cluster.md); not part of make test
+check-image: setup
+	$(VENV)/bin/python deploy/check_image.py
 
 setup: system venv
 

@@ -5,7 +5,8 @@ PKGS=(runc crun runsc lxc bpftrace stress-ng fio iperf3 sysbench iproute2 util-l
       qemu-system-x86 busybox-static cpio   # the cgroup v2 guest of the test suite
       gcc libc6-dev bc                      # the parallel suite builds its C benchmarks; bc checks pi's digits
       postgresql mariadb-server mariadb-client   # the database victim (started by contend inside a tenant)
-      chromium)                             # the report's browser test (headless)
+      chromium                              # the report's browser test (headless)
+      mmdebstrap)                           # make check-image: the base image, from Debian's mirror
 # a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
 # the tests start it for their session only when it is not running
 command -v dockerd >/dev/null 2>&1 || PKGS+=(docker.io)

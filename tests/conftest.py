@@ -48,3 +48,10 @@ def nothing_left_behind():
         from contend.clean import find
         left = [str(x) for x in find()]
         assert not left, f"the test suite leaked: {left}"
+
+
+def planned_trials(results) -> set[str]:
+    """The trial ids the study of a results directory plans (contend trial list): a cluster runs exactly these."""
+    from contend.spec import load
+    from contend.study import study_for
+    return {tid for tid, _ in study_for(load(results / "spec.yaml"), results, None).trials()}

@@ -166,6 +166,26 @@ def test_unknown_targets_are_exit_2(tmp_path):
     assert p.returncode == 2 and "g.yaml: targets[0].weight: must be > 0" in p.stderr
 
 
+@needs_root
+def test_a_cgroup_glob_names_every_match_as_they_come_and_go(cg):
+    """What a DaemonSet guard protects on a Kubernetes node: cgroup:kubepods*/*/*pod* (here below a test cgroup)."""
+    from contend.guard.targets import resolve
+    host, g = cg
+    pattern = f"cgroup:{g.relpath}/*pod*"
+    assert resolve(host, pattern) == []  # nothing yet is no error: pods come later
+    pods = [host.cgroup(f"{g.relpath}/kubepods-pod{i}.slice") for i in (1, 2)]
+    try:
+        for p in pods:
+            p.create()
+        host.cgroup(f"{g.relpath}/other").create()
+        assert [r.relpath for r in resolve(host, pattern)] == [p.relpath for p in pods]
+        pods[0].remove()
+        assert [r.name for r in resolve(host, pattern)] == [pods[1].relpath]
+    finally:
+        for p in [*pods, host.cgroup(f"{g.relpath}/other")]:
+            p.remove()
+
+
 @pytest.mark.skipif(not IS_ROOT, reason="needs root")
 def test_docker_container_by_name_is_a_target(docker_engine):
     from .conftest import runtime_or_skip
@@ -208,6 +228,11 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     p = contend("run", str(spec), "--out", str(out), env={**os.environ, "COLUMNS": "200"})
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     import csv
+    from contend.store import Store
+    from .conftest import planned_trials
+    with Store(out, read_only=True) as store:
+        assert {t["trial_id"] for t in store.trials()} == planned_trials(out) == {
+            "workload2.none.r1", "workload2.contend.r1"}
     rows = list(csv.DictReader(open(out / "metrics.csv")))
     got = {(r["scenario"], r["view"], r["metric"]): r for r in rows}
     for policy in ("none", "contend"):

@@ -18,7 +18,7 @@ from contend.parallel.benchmarks import (BENCHMARKS, BenchmarkError, build_tools
                                          parse_sysbench_cpu, parse_sysbench_memory)
 from contend.spec import SpecError, parse
 
-from .conftest import IS_ROOT, needs_root, require
+from .conftest import IS_ROOT, needs_root, planned_trials, require
 
 
 # ---------------------------------------------------------------- the benchmarks, on the host, real output
@@ -240,6 +240,7 @@ def test_small_study_runs_concurrently_and_reports_every_cell(small_study):
     status = dict(con.execute("SELECT trial_id, status FROM trials").fetchall())
     assert status == {f"{rt}.{b}.{s}": ("ok" if b == "noploop" else "failed")
                       for rt in ("runc", "runsc") for b in ("noploop", "stream") for s in ("isolated", "parallel-2")}
+    assert set(status) == planned_trials(out)  # the ids contend trial list gives are the ones recorded
     reason = con.execute("SELECT reason FROM trials WHERE trial_id = 'runc.stream.isolated'").fetchone()[0]
     assert "OOM" in reason or "exited" in reason
     con.close()

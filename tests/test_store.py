@@ -59,3 +59,24 @@ def test_metrics_csv_has_the_design_columns_and_empty_cells_for_nan(tmp_path):
     assert tuple(r[0]) == CSV_COLUMNS == ("runtime", "scenario", "resource", "view", "metric", "value",
                                           "ci_low", "ci_high", "n")
     assert r[1] == ["runc", "harmony", "cpu", "host", "I_plr", "0.97", "", "", "1"]
+
+
+def test_merge_takes_every_trial_with_its_data_and_replaces_same_ids(tmp_path):
+    a, b, merged = tmp_path / "a", tmp_path / "b", tmp_path / "m"
+    a.mkdir(), b.mkdir(), merged.mkdir()
+    steps = [StepWindow(0, "baseline", 0.0, 4.0, {"abiding": 0.5})]
+    with Store(a) as s:
+        s.add_trial(record("runc.harmony.cpu.r1"), steps, [(0.0, "abiding", "cgroup", "cpu", 1.0)] * 5,
+                    [(1.0, "abiding", "oom-kill", "x")])
+    with Store(b) as s:
+        s.add_trial(record("runsc.harmony.cpu.r1", "failed"), [], [], [])
+    with Store(merged) as m:
+        m.add_trial(record("runc.harmony.cpu.r1"), [], [(0.0, "abiding", "cgroup", "cpu", 9.0)], [])  # replaced
+        assert m.merge(a) == ["runc.harmony.cpu.r1"] and m.merge(b) == ["runsc.harmony.cpu.r1"]
+        assert sorted((t["trial_id"], t["status"]) for t in m.trials()) == [
+            ("runc.harmony.cpu.r1", "ok"), ("runsc.harmony.cpu.r1", "failed")]
+        smp = m.samples("runc.harmony.cpu.r1")
+        assert len(smp.t) == 5 and set(smp.value) == {1.0}
+        assert [w.ideal for w in m.steps("runc.harmony.cpu.r1")] == [{"abiding": 0.5}]
+        assert [e["kind"] for e in m.events()] == ["oom-kill"]
+        assert m.trials()[0]["capacity"] == {"cpus": 2}

@@ -24,7 +24,7 @@ from contend.spec import SpecError, parse
 from contend.victim.diskfill import attack_sizes, space_problem
 from contend.victim.oltp import bomb
 
-from .conftest import IS_ROOT, needs_root, runtime_or_skip
+from .conftest import IS_ROOT, needs_root, planned_trials, runtime_or_skip
 
 GiB = 1 << 30
 DISKFILL = "kind: diskfill\nname: d\nruntimes: [runc]\n"
@@ -257,6 +257,7 @@ def test_diskfill_measures_the_victim_before_and_during_the_attack(fill_study):
     con = duckdb.connect(str(out / "contend.duckdb"), read_only=True)
     assert con.execute("SELECT trial_id, status FROM trials ORDER BY 1").fetchall() == [
         ("runc.diskfill.r1", "ok"), ("runc.diskfill.r2", "ok")]
+    assert planned_trials(out) == {"runc.diskfill.r1", "runc.diskfill.r2"}
     phases = con.execute("SELECT DISTINCT phase FROM steps ORDER BY 1").fetchall()
     assert phases == [("baseline",), ("fits-memory",)]
     done = con.execute("SELECT count(*) FROM events WHERE kind = 'attack-done'").fetchone()[0]

@@ -137,30 +137,99 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
     (CoPTS: benchmarks in N concurrent containers), diskfill (WISA 2025: neighbours write large files, a victim
     measures the disk), oltp (PDP 2015: a database next to a CPU, memory or disk bomb).
     Ctrl-C stops after cleaning up; finished trials are kept."""
+    spec = _load_spec(spec_path, quick, repetitions)
+    need_root("contend run")
+    directory = out or Path("results") / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    study = _study(spec, directory)
+    _term_as_interrupt()
+    code = study.run()
+    if as_json:
+        print(json.dumps(study.rows, indent=1, default=str))
+    raise typer.Exit(code)
+
+
+def _load_spec(path: Path, quick: bool, repetitions: Optional[int]):
+    """The spec as the study will run it (exit 2 with one line when it is not valid)."""
     from .spec import SpecError, load
     try:
-        spec = load(spec_path)
+        spec = load(path)
     except SpecError as e:
         fail(str(e))
     if quick:
         spec = spec.quickened()
     if repetitions is not None:
         spec = spec.repeated(repetitions)
-    need_root("contend run")
-    directory = out or Path("results") / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return spec
+
+
+def _study(spec, directory: Path):
+    """The study of a spec's kind, writing to an empty results directory, checked against this host."""
+    from .spec import SpecError
+    from .study import study_for
     if directory.exists() and any(directory.iterdir()):
         fail(f"{directory}: results directory exists and is not empty (choose another --out)")
-    from .study import study_for
     study = study_for(spec, directory, console)
     try:
         study.preflight()  # checks that need the host (e.g. free disk space): before anything is started
     except SpecError as e:
         fail(str(e))
+    return study
+
+
+# ---------------------------------------------------------------- trial
+trial_app = typer.Typer(no_args_is_help=True, rich_markup_mode="rich",
+                        help="One trial of a study at a time: what a cluster's pods run (contend cluster).")
+app.add_typer(trial_app, name="trial")
+
+QUICK_HELP = "The spec's quick pass (as contend run --quick)."
+REPS_HELP = "Override the spec's repetitions (as contend run -n)."
+
+
+@trial_app.command("list")
+def trial_list(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment spec (YAML)."),
+               quick: bool = typer.Option(False, "--quick", help=QUICK_HELP),
+               repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", min=1, help=REPS_HELP)):
+    """Every trial of SPEC's plan: its id and runtime, one per line (tab-separated), in the order contend run
+    takes them."""
+    from .study import study_for
+    spec = _load_spec(spec_path, quick, repetitions)
+    for tid, rt in study_for(spec, Path("."), console).trials():
+        print(f"{tid}\t{rt}")
+
+
+@trial_app.command("run")
+def trial_run(spec_path: Path = typer.Option(..., "--spec", metavar="SPEC", help="Experiment spec (YAML)."),
+              trial_id: str = typer.Option(..., "--trial-id", metavar="ID", help="Which trial (contend trial list)."),
+              out: Path = typer.Option(..., "--out", "-o", help="Where its results go (an empty directory)."),
+              quick: bool = typer.Option(False, "--quick", help=QUICK_HELP),
+              repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", min=1, help=REPS_HELP)):
+    """Run one trial of SPEC on this host, as contend run would (the same code), and write it as a trial
+    artifact: a results directory of that trial plus trial.json (which trial, which spec, which node, how it
+    ended). `contend cluster collect` merges such artifacts into the study's results. Exit codes as contend
+    run: 0 ok, 1 the trial failed, 130 interrupted."""
+    from .cluster.collect import write_trial_json
+    spec = _load_spec(spec_path, quick, repetitions)
+    need_root("contend trial run")
+    study = _fanned_out(spec, spec_path)
+    runtime = dict(study.trials()).get(trial_id)
+    if runtime is None:
+        fail(f"{spec_path}: no trial {trial_id!r} in this study (contend trial list {spec_path} lists them)")
+    study = _study(spec, out)
+    study.only = trial_id
     _term_as_interrupt()
     code = study.run()
-    if as_json:
-        print(json.dumps(study.rows, indent=1, default=str))
+    write_trial_json(out, spec, trial_id, runtime, code)
     raise typer.Exit(code)
+
+
+def _fanned_out(spec, spec_path: Path):
+    """The study, if its trials can run one by one on any host (exit 2 otherwise)."""
+    from .study import study_for
+    study = study_for(spec, Path("."), console)
+    if not study.fans_out:
+        fail(f"{spec_path}: kind {spec.kind} runs as one study on one host (its trials depend on each other: "
+             "the repetitions adapt), not trial by trial")
+    return study
 
 
 # ---------------------------------------------------------------- report
@@ -269,6 +338,171 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
         g.run(duration=duration)  # removes every cap however it ends
     except KeyboardInterrupt:
         pass
+
+
+# ---------------------------------------------------------------- cluster
+cluster_app = typer.Typer(no_args_is_help=True, rich_markup_mode="rich",
+                          help="The same study on a Kubernetes cluster with Argo Workflows, and the guard as a "
+                               "DaemonSet (docs/cluster.md).")
+app.add_typer(cluster_app, name="cluster")
+IMAGE_HELP = "The contend image the pods run (built from deploy/Dockerfile and pushed where the nodes pull)."
+NS_HELP = "Namespace of the pods (the Argo controller must watch it)."
+
+
+def _options(image: Optional[str], namespace: str, node_label: str, **kw):
+    from .cluster.render import Options, k8s_name
+    key = node_label.partition("=")[0]
+    if node_label and not key.strip():
+        fail(f"--node-label {node_label!r}: expected KEY or KEY=VALUE")
+    if k8s_name(namespace) != namespace:
+        fail(f"--namespace {namespace!r}: not a Kubernetes name (lowercase letters, digits, '-')")
+    return Options(**({"image": image} if image else {}), namespace=namespace, node_label=node_label, **kw)
+
+
+def _write_valid(out: Path, files: dict) -> None:
+    """Write the manifests, then check them as written (a problem here is contend's bug: exit 1)."""
+    from .cluster import render
+    from .cluster.validate import ARGO, KUBERNETES, validate_file
+    written = render.write(out, files)
+    problems = [line for p in written for line in validate_file(p)]
+    for line in problems:
+        print(f"contend: {line}", file=sys.stderr)
+    if problems:
+        raise typer.Exit(1)
+    for p in written:
+        console.print(f"  {p}", highlight=False)
+    console.print(f"valid against Kubernetes {KUBERNETES} and Argo Workflows {ARGO} (strict)", highlight=False)
+
+
+@cluster_app.command("render")
+def cluster_render(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment spec (YAML)."),
+                   out: Path = typer.Option(..., "--out", "-o", help="Directory for the manifests."),
+                   quick: bool = typer.Option(False, "--quick", help=QUICK_HELP),
+                   repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", min=1, help=REPS_HELP),
+                   image: Optional[str] = typer.Option(None, help=IMAGE_HELP + " Default contend:VERSION."),
+                   namespace: str = typer.Option("argo", help=NS_HELP),
+                   node_label: str = typer.Option("contend.io/node=true", metavar="KEY=VALUE",
+                                                  help="The label of the nodes that take trials."),
+                   parallelism: Optional[int] = typer.Option(None, min=1, help="At most this many trials at "
+                                                             "once (default: as many as labelled nodes are free)."),
+                   artifact_prefix: str = typer.Option("contend", help="Key prefix in Argo's artifact "
+                                                       "repository: PREFIX/<workflow>/trials/<id>.tgz.")):
+    """Kubernetes manifests that run SPEC's trials across a cluster: RuntimeClasses, the spec as a ConfigMap,
+    the executor's ServiceAccount, and an Argo Workflow that runs every trial in a privileged contend pod on a
+    labelled node (one at a time per node, never beside another trial, the node reset first) and collects
+    them into one results directory. Written to OUT and checked against the pinned schemas."""
+    from .cluster.render import HANDLERS, study_manifests
+    spec = _load_spec(spec_path, quick, repetitions)
+    study = _fanned_out(spec, spec_path)
+    if not artifact_prefix.strip("/"):
+        fail(f"--artifact-prefix {artifact_prefix!r}: must not be empty")
+    opt = _options(image, namespace, node_label, parallelism=parallelism,
+                   artifact_prefix=artifact_prefix.strip("/"))
+    trials = study.trials()
+    console.print(f"[bold]{spec.name}[/bold]: {len(trials)} trials on nodes labelled {opt.node_label}, "
+                  f"image {opt.image}, namespace {opt.namespace}", highlight=False)
+    _write_valid(out, study_manifests(spec, trials, opt))
+    no_class = sorted({rt for _, rt in trials} - set(HANDLERS))
+    if no_class:
+        console.print(f"no RuntimeClass for {', '.join(no_class)} (not CRI runtimes); their trials still need "
+                      f"nodes labelled contend.io/runtime-<name>=true", highlight=False)
+    setup = " ".join(f"-f {out / f}" for f in ("runtimeclasses.yaml", "rbac.yaml", "spec-configmap.yaml")
+                     if (out / f).exists())
+    console.print(f"next: kubectl apply {setup}\n      kubectl create -f {out / 'workflow.yaml'}   (or argo submit)\n"
+                  "      contend cluster collect on its trials' artifacts (docs/cluster.md)", highlight=False)
+
+
+@cluster_app.command("render-guard")
+def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Directory for the manifests."),
+                         config: Optional[Path] = typer.Option(None, "--config", "-c",
+                                                               help="The guard's YAML config (as contend guard "
+                                                                    "--config); default: every pod of the node "
+                                                                    "under the contend policy."),
+                         image: Optional[str] = typer.Option(None, help=IMAGE_HELP + " Default contend:VERSION."),
+                         namespace: str = typer.Option("kube-system", help="Namespace of the DaemonSet."),
+                         node_label: str = typer.Option("", metavar="KEY=VALUE",
+                                                        help="Only nodes with this label (default: every node).")):
+    """A DaemonSet that runs `contend guard` on every node, its config in a ConfigMap, and a headless Service
+    that names the metrics port (for a Prometheus ServiceMonitor). Checked against the pinned schemas."""
+    import yaml as _yaml
+    from .cluster.render import GUARD_DEFAULT, METRICS_PORT, guard_manifests
+    from .guard.config import load as load_guard
+    from .spec import SpecError
+    doc, source = dict(GUARD_DEFAULT), "the default DaemonSet config"
+    if config is not None:
+        source = str(config)
+        try:
+            doc = _yaml.safe_load(config.read_text()) or {}
+        except (FileNotFoundError, IsADirectoryError):
+            fail(f"{config}: no such file")
+        except _yaml.YAMLError as e:
+            fail(f"{config}: not valid YAML: {getattr(e, 'problem', e)}")
+        if not isinstance(doc, dict):
+            fail(f"{config}: (top): must be a mapping of keys")
+        doc.setdefault("metrics", GUARD_DEFAULT["metrics"])
+    try:
+        cfg = load_guard(None, doc, source_flags=source)
+    except SpecError as e:
+        fail(str(e))
+    if not cfg.metrics.endswith(f":{METRICS_PORT}"):
+        fail(f"{source}: metrics: the DaemonSet serves them on port {METRICS_PORT} (e.g. 0.0.0.0:{METRICS_PORT})")
+    if any(t.target.startswith(("docker:", "podman:")) for t in cfg.targets):
+        fail(f"{source}: targets: docker: and podman: name an engine's containers; on a Kubernetes node use "
+             "cgroup:PATH or a cgroup glob")
+    opt = _options(image, namespace, node_label)
+    _write_valid(out, guard_manifests(doc, opt))
+    console.print(f"next: kubectl apply -f {out}; metrics on port {METRICS_PORT} of each pod "
+                  f"(Service contend-guard-metrics, port name metrics)", highlight=False)
+
+
+@cluster_app.command("validate")
+def cluster_validate(directory: Path = typer.Argument(..., metavar="DIR", help="Rendered manifests (*.yaml).")):
+    """Check every manifest in DIR against Kubernetes 1.28's schema and Argo Workflows v3.5.0's, strictly
+    (unknown fields are errors). Exit 1 and one line per problem when any is invalid."""
+    from .cluster.validate import ARGO, KUBERNETES, validate_dir
+    if not directory.is_dir():
+        fail(f"{directory}: no such directory")
+    n, problems = validate_dir(directory)
+    for line in problems:
+        print(f"contend: {line}", file=sys.stderr)
+    if n == 0:
+        fail(f"{directory}: no manifests (*.yaml)")
+    console.print(f"{n - len(problems)} of {n} documents valid (Kubernetes {KUBERNETES}, Argo Workflows {ARGO})",
+                  highlight=False)
+    raise typer.Exit(1 if problems else 0)
+
+
+@cluster_app.command("collect")
+def cluster_collect(sources: list[Path] = typer.Argument(..., metavar="SOURCE...",
+                                                         help="Trial artifacts: directories (searched for "
+                                                              "trial.json) or .tgz archives of them."),
+                    out: Path = typer.Option(..., "--out", "-o", help="The results directory to make.")):
+    """Merge trial artifacts (contend trial run's, e.g. downloaded from the cluster's artifact store) into one
+    results directory: the store with every trial, metrics.csv, tables and report.html, as contend run
+    writes them. Says which planned trials are missing. Exit 0 all there and ok, 1 some missing or failed,
+    2 sources that do not fit together (another study, a trial not in the plan)."""
+    from . import report as rep
+    from .cluster.collect import CollectError, collect
+    from .store import Store
+    try:
+        got = collect(sources, out)
+    except CollectError as e:
+        fail(str(e))
+    with Store(out) as store:
+        written = rep.refresh(out, store, title=got.title, width=console.width)
+    console.print(written.table)
+    for tid in got.duplicates:
+        console.print(f"[yellow]{tid}[/yellow] was found more than once; one copy kept", highlight=False)
+    for a in got.failed:
+        console.print(f"[red]failed[/red] {a.meta['trial_id']} on {a.meta.get('node', '?')}: {a.meta.get('reason', '')}",
+                      highlight=False)
+    if got.missing:
+        console.print(f"[yellow]missing[/yellow] {len(got.missing)} of {len(got.planned)} trials: "
+                      + ", ".join(got.missing[:10]) + (" …" if len(got.missing) > 10 else ""), highlight=False)
+    console.print(f"{len(got.taken)} of {len(got.planned)} trials from "
+                  f"{len({a.meta.get('node') for a in got.taken})} node(s)\nmetrics: {out / 'metrics.csv'}\n"
+                  f"report:  {written.path}", highlight=False)
+    raise typer.Exit(1 if got.missing or got.failed else 0)
 
 
 # ---------------------------------------------------------------- clean

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 from typing import Callable
 
-import yaml
 from rich.console import Console
 from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
@@ -20,7 +19,7 @@ from .cgroups import detect
 from .doctor import ensure_capacity, facts
 from .planner import TrialPlan, plan, trial_seconds
 from .runner import TrialResult, run_trial, trial_capacity, trial_without_data
-from .spec import Spec
+from .spec import Spec, dump
 from .store import Store
 
 Advance = Callable[[float, str], None]  # a running item's progress: share done (0-1), what it does now
@@ -36,6 +35,26 @@ class Study:
 
     title = "isolation metrics"  # of the results table
     unit = "trials"
+    # Its trials are independent of each other, so each can run alone on any host (`contend trial run`,
+    # a cluster's pods) and the results be merged (`contend cluster collect`). A kind whose trials depend
+    # on earlier ones (the oltp victim's adaptive repetitions) says False.
+    fans_out = True
+    only: str | None = None  # run this trial of the plan and no other (contend trial run)
+
+    def plan(self) -> list:
+        """The items this study runs, in order; pure (no host needed)."""
+        return plan(self.spec)
+
+    def ident(self, item) -> str:
+        """An item's trial id, as the store will keep it."""
+        return item.id
+
+    def runtime_of(self, item) -> str:
+        return item.runtime
+
+    def trials(self) -> list[tuple[str, str]]:
+        """(trial id, runtime) of every item of the plan."""
+        return [(self.ident(i), self.runtime_of(i)) for i in self.plan()]
 
     def preflight(self) -> None:
         """Refuse, with a SpecError (exit 2), a study this host cannot take; nothing is started yet."""
@@ -45,7 +64,7 @@ class Study:
         report and exit code however it ends (Ctrl-C keeps what finished)."""
         con = self.console
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "spec.yaml").write_text(yaml.safe_dump(self.spec.resolved(), sort_keys=False))
+        (self.dir / "spec.yaml").write_text(dump(self.spec))
         self.failed, self.total, interrupted = 0, 0, False
         store = Store(self.dir)
         try:
@@ -62,7 +81,7 @@ class Study:
     def execute(self, store: Store, host_facts: dict) -> None:
         """Every trial of the plan, each committed to the store as it ends."""
         spec, con = self.spec, self.console
-        trials = plan(spec)
+        trials = self.plan()
         per_trial = trial_seconds(spec) + SETUP_S
         capacity = trial_capacity(ensure_capacity(spec.resources, say=lambda s: con.print(s, highlight=False)),
                                   spec)
@@ -96,6 +115,10 @@ class Study:
         commits each result to the store as it ends; failed ones are counted and said. An item whose run_one
         returns None was not needed and is not counted."""
         con = self.console
+        if self.only is not None:
+            keep = [i for i, item in enumerate(items) if self.ident(item) == self.only]
+            header = f"{header}; this run: trial {self.only} alone"
+            items, cost = [items[i] for i in keep], [cost[i] for i in keep]
         self.total = len(items)
         done = list(itertools.accumulate(cost, initial=0.0))
         con.print(f"{header}, about {done[-1] / 60:.1f} min; results in {self.dir}", highlight=False)

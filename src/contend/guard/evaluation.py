@@ -94,6 +94,11 @@ def interrupt_fio(c: runtimes.Container) -> None:
             pass
 
 
+def run_id(workload: str, policy: str, rep: int) -> str:
+    """A run's trial id."""
+    return f"{workload}.{policy}.r{rep}"
+
+
 def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, capacity: dict, facts: dict,
                          log: Path, host: CgroupHost | None = None) -> TrialResult:
     """One run; the guard's JSON-lines log goes to `log`."""
@@ -102,7 +107,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
     C = float(capacity["disk_write_bw_bytes_s"])
     dev = capacity["disk_device"]
     uid = uuid.uuid4().hex[:8]
-    trial_id = f"{w.name}.{policy}.r{rep}"
+    trial_id = run_id(w.name, policy, rep)
     now = time.time()
     result = TrialResult(TrialRecord(trial_id, rt.name, f"{w.name}/{policy}", "disk", rep, "failed", "", now, now,
                                      {**w.model_dump(), "policy": policy, "guard": study.guard.model_dump()},

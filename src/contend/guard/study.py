@@ -6,7 +6,7 @@ from ..doctor import ensure_capacity
 from ..spec import GuardStudy
 from ..store import Store
 from ..study import Study, facts_of_trial
-from .evaluation import run_protection_trial
+from .evaluation import run_id, run_protection_trial
 
 SETUP_S = 6.0  # containers up, files laid out, containers down
 
@@ -27,6 +27,12 @@ class ProtectionStudy(Study):
         """Repetitions outermost; within one, each workload under every policy back to back."""
         return [(w, p, r) for r in range(1, self.spec.repetitions + 1) for w in self.spec.workloads
                 for p in self.spec.policies]
+
+    def ident(self, run: tuple) -> str:
+        return run_id(run[0].name, run[1], run[2])
+
+    def runtime_of(self, run: tuple) -> str:
+        return self.spec.runtime
 
     def execute(self, store: Store, host_facts: dict) -> None:
         spec, con = self.spec, self.console

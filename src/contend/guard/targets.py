@@ -1,13 +1,15 @@
 """What the guard protects: target selectors resolved to cgroups, again and again while it runs.
 
 Selectors:
-  cgroup:PATH        a cgroup, as a path in a hierarchy (/sys/fs/cgroup/blkio/x/y) or relative (x/y)
+  cgroup:PATH        a cgroup, as a path in a hierarchy (/sys/fs/cgroup/blkio/x/y) or relative (x/y);
+                     a glob (cgroup:kubepods*/*/*pod*) names every cgroup it matches, as they come and go
   docker:NAME        a docker container by name or id;  docker:label=KEY[=VALUE]  every one with the label
   podman:NAME        the same for podman
   contend            every container contend started (its cgroups below contend/)
 """
 from __future__ import annotations
 
+import glob
 import json
 import re
 import shutil
@@ -85,6 +87,8 @@ def resolve(host: CgroupHost, selector: str, weight: float = 1.0) -> list[Resolv
     """The cgroups a selector names now. A `cgroup:` that does not exist is an error; engine selectors
     by label, and `contend`, may name nothing for a while."""
     kind, _, what = selector.partition(":")
+    if kind == "cgroup" and glob.has_magic(what):
+        return [Resolved(rel, rel, weight) for rel in glob_cgroups(host, cgroup_relpath(host, what))]
     if kind == "cgroup":
         rel = cgroup_relpath(host, what)
         if not rel or not host.cgroup(rel).exists():
@@ -105,9 +109,22 @@ def resolve(host: CgroupHost, selector: str, weight: float = 1.0) -> list[Resolv
     raise TargetError(f"unknown target {selector!r}")
 
 
+def glob_cgroups(host: CgroupHost, pattern: str) -> list[str]:
+    """The cgroups a glob matches now (relative paths), in the hierarchy that throttles I/O."""
+    base = io_hierarchy(host)
+    if base is None:
+        return []
+    return sorted(str(d.relative_to(base)) for d in base.glob(pattern) if d.is_dir())
+
+
+def io_hierarchy(host: CgroupHost) -> Path | None:
+    """Where I/O caps are set: blkio on v1 and hybrid hosts, the unified tree on v2."""
+    return host.v1.get("blkio") if host.mode != "v2" else host.unified
+
+
 def contend_cgroups(host: CgroupHost) -> list[str]:
     """Container cgroups below contend/ in the hierarchy that throttles I/O (not the tracking ones)."""
-    base = (host.v1.get("blkio") if host.mode != "v2" else host.unified)
+    base = io_hierarchy(host)
     if base is None or not (base / PREFIX).is_dir():
         return []
     return sorted(f"{PREFIX}/{d.name}" for d in (base / PREFIX).iterdir() if d.is_dir())

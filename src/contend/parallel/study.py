@@ -8,7 +8,7 @@ from ..store import Store
 from ..runner import TrialResult
 from ..study import Advance, Study, facts_of_trial, unavailable
 from .benchmarks import BenchmarkError, build_tools, last_level_cache_mib
-from .trial import Cell, cell_record
+from .trial import Cell, cell_id, cell_record
 
 SETUP_S = 1.5  # a container up and down, per container, for the ETA
 
@@ -21,6 +21,12 @@ class ParallelSuite(Study):
     def plan(self) -> list[tuple[str, str, int]]:
         """Per benchmark, every runtime isolated first (the normalisation's base), then the counts upwards."""
         return [(rt, b, n) for b in self.spec.benchmarks for n in self.spec.counts for rt in self.spec.runtimes]
+
+    def ident(self, cell: tuple[str, str, int]) -> str:
+        return cell_id(*cell)
+
+    def runtime_of(self, cell: tuple[str, str, int]) -> str:
+        return cell[0]
 
     def execute(self, store: Store, host_facts: dict) -> None:
         spec = self.spec

@@ -66,6 +66,11 @@ def run_samples(runs: list[RunRecord], launches: list[tuple[str, float, float]])
     return out
 
 
+def cell_id(runtime: str, benchmark: str, count: int) -> str:
+    """A cell's trial id."""
+    return f"{runtime}.{benchmark}.{scenario_of(count)}"
+
+
 def cell_record(spec: ParallelStudy, runtime: str, benchmark: str, count: int, capacity: dict,
                 facts: dict) -> TrialRecord:
     now = time.time()
@@ -75,7 +80,7 @@ def cell_record(spec: ParallelStudy, runtime: str, benchmark: str, count: int, c
     params = {"count": count, "containers_per_process": spec.containers_per_process,
               "runs_per_container": spec.runs_per_container, "sizes": sizes,
               "cpus": spec.limits.cpus, "memory_bytes": spec.limits.memory_bytes}
-    return TrialRecord(f"{runtime}.{benchmark}.{scenario_of(count)}", runtime, scenario_of(count), benchmark, 1,
+    return TrialRecord(cell_id(runtime, benchmark, count), runtime, scenario_of(count), benchmark, 1,
                        "failed", "", now, now, params, capacity, facts)
 
 

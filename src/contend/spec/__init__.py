@@ -1,6 +1,8 @@
 """The experiment spec: YAML validated with pydantic; every error is one line naming file, field path and rule."""
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -436,3 +438,14 @@ def load(path: str | Path) -> AnySpec:
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
         raise SpecError(f"{p}: cannot read: {e.__class__.__name__}") from None
     return parse(text, str(p))
+
+
+def dump(spec: AnySpec) -> str:
+    """The spec as every value it resolved to (quick pass and repetitions applied): what spec.yaml of a
+    results directory holds, and what a cluster's pods are given; load() of it gives the same study."""
+    return yaml.safe_dump(spec.resolved(), sort_keys=False)
+
+
+def digest(spec: AnySpec) -> str:
+    """Which study this is: two specs with the same digest plan the same trials with the same settings."""
+    return hashlib.sha256(json.dumps(spec.resolved(), sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -106,6 +106,28 @@ class Store:
             con.execute("ROLLBACK")
             raise
 
+    def merge(self, other: Path) -> list[str]:
+        """Every trial of another results directory's store, with all it measured, in one transaction
+        (a trial already here under the same id is replaced). Returns the trial ids taken. Metrics are
+        not copied: they are recomputed from the samples (report.refresh)."""
+        con = self.con
+        con.execute(f"ATTACH '{Path(other) / DB}' AS src (READ_ONLY)")  # a path cannot be a parameter here
+        try:
+            ids = [r[0] for r in con.execute("SELECT trial_id FROM src.trials ORDER BY started_at").fetchall()]
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for table in ("steps", "samples", "events", "trial_metrics", "trials"):
+                    con.execute(f"DELETE FROM {table} WHERE trial_id IN (SELECT trial_id FROM src.trials)")
+                for table in ("trials", "steps", "samples", "events"):
+                    con.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        finally:
+            con.execute("DETACH src")
+        return ids
+
     def set_trial_metrics(self, trial_id: str, rows: list[tuple[str, str, float]]) -> None:
         self.con.execute("BEGIN TRANSACTION")
         self.con.execute("DELETE FROM trial_metrics WHERE trial_id = ?", [trial_id])

@@ -74,9 +74,18 @@ class DiskFill(Study):
         if self.space():
             raise SpecError(self.space())
 
+    def plan(self) -> list[tuple[str, int]]:
+        return [(rt, r) for r in range(1, self.spec.repetitions + 1) for rt in self.spec.runtimes]
+
+    def ident(self, item: tuple[str, int]) -> str:
+        return f"{item[0]}.diskfill.r{item[1]}"
+
+    def runtime_of(self, item: tuple[str, int]) -> str:
+        return item[0]
+
     def execute(self, store, host_facts: dict) -> None:
         spec = self.spec
-        items = [(rt, r) for r in range(1, spec.repetitions + 1) for rt in spec.runtimes]
+        items = self.plan()
         runnable = {r["name"]: r for r in host_facts["runtimes"]}
         sizes = self.sizes()
         capacity = {k: v for k, v in ensure_capacity(["disk"], say=lambda s: self.console.print(s)).items()
@@ -89,7 +98,7 @@ class DiskFill(Study):
 
         def one(item: tuple[str, int], advance: Advance) -> TrialResult:
             rt, rep = item
-            rec = TrialRecord(f"{rt}.diskfill.r{rep}", rt, "diskfill", "disk", rep, "failed", "", time.time(),
+            rec = TrialRecord(self.ident(item), rt, "diskfill", "disk", rep, "failed", "", time.time(),
                               time.time(), {"sizes": sizes, "attackers": spec.attackers,
                                             "limits": spec.limits.model_dump(), "victim": spec.victim.model_dump()},
                               capacity, facts_of_trial(host_facts, runnable.get(rt)))

@@ -55,6 +55,7 @@ class OltpVictim(Study):
     spec: OltpStudy
     title = "database victim"
     unit = "trials"
+    fans_out = False  # a cell's repetitions go on until its interval settles, at the rate its first one measured
 
     def execute(self, store, host_facts: dict) -> None:
         spec = self.spec

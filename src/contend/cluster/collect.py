@@ -1,0 +1,195 @@
+"""Trial artifacts in, one results directory out: what `contend trial run` leaves per trial (on a cluster's
+pods, uploaded by Argo to its artifact store) merged into the results a local `contend run` gives.
+
+A trial artifact is a results directory of one trial plus trial.json (which trial, from which spec, on which
+node, how it ended); Argo archives it as a .tgz, which is unpacked here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..spec import SpecError, digest, dump, load
+from ..store import DB, Store
+
+TRIAL_JSON = "trial.json"
+# what a results directory's report writes: rebuilt from the merged store, never copied from a trial
+REBUILT = {DB, f"{DB}.wal", "spec.yaml", "host.json", TRIAL_JSON, "metrics.csv", "report.html", "figures", "copts"}
+
+
+class CollectError(Exception):
+    """Sources that cannot be merged (str(e) is the one line to print; exit 2)."""
+
+
+def write_trial_json(directory: Path, spec, trial_id: str, runtime: str, exit_code: int) -> dict:
+    """The artifact's label: which trial of which study ran where, and how it ended."""
+    with Store(directory, read_only=True) as store:
+        rec = next((t for t in store.trials() if t["trial_id"] == trial_id), None)
+    doc = {"trial_id": trial_id, "runtime": runtime, "spec": spec.name, "spec_digest": digest(spec),
+           # a pod's hostname is the pod's name: the Workflow hands the node's name in as CONTEND_NODE
+           "node": os.environ.get("CONTEND_NODE") or socket.gethostname(),
+           "status": rec["status"] if rec else "not run",
+           "reason": rec["reason"] if rec else "interrupted before it was recorded", "exit_code": exit_code,
+           "contend": __version__}
+    (directory / TRIAL_JSON).write_text(json.dumps(doc, indent=2))
+    return doc
+
+
+@dataclass
+class Artifact:
+    path: Path  # the trial's results directory
+    meta: dict  # its trial.json
+
+
+@dataclass
+class Collected:
+    planned: list[str]
+    taken: list[Artifact]
+    missing: list[str]
+    title: str  # of the results table, as contend run gives it
+    duplicates: list[str] = field(default_factory=list)  # trial ids found more than once (one was kept)
+
+    @property
+    def failed(self) -> list[Artifact]:
+        return [a for a in self.taken if a.meta["status"] == "failed"]
+
+
+def find_artifacts(sources: list[Path], scratch: Path) -> list[Artifact]:
+    """Every trial artifact under the sources: directories holding trial.json, and .tgz / .tar.gz archives of
+    them (unpacked into scratch)."""
+    found: list[Artifact] = []
+    for src in sources:
+        if not src.exists():
+            raise CollectError(f"{src}: no such file or directory")
+        archives = [src] if src.is_file() else sorted(
+            p for p in src.rglob("*") if p.is_file() and p.name.endswith((".tgz", ".tar.gz")))
+        for i, archive in enumerate(archives):
+            dest = scratch / f"{len(found)}-{i}"
+            try:
+                with tarfile.open(archive) as tar:
+                    _extract(tar, dest)
+            except (tarfile.TarError, OSError) as e:
+                raise CollectError(f"{archive}: not a trial archive ({e})") from None
+            found += _dirs(dest, shown=archive)
+        if src.is_dir():
+            found += _dirs(src, shown=None)
+    return found
+
+
+def _extract(tar: tarfile.TarFile, dest: Path) -> None:
+    """Unpack, refusing members that would land outside dest (links, devices, '..', absolute paths)."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, filter="data")
+        return
+    # Python before 3.11.4 (Debian 12's python3, the image's) has no extraction filters
+    root = dest.resolve()
+    for m in tar.getmembers():
+        if not (m.isfile() or m.isdir()) or not (root / m.name).resolve().is_relative_to(root):
+            raise tarfile.TarError(f"refusing member {m.name!r}")
+    tar.extractall(dest)
+
+
+def _dirs(root: Path, shown: Path | None) -> list[Artifact]:
+    out = []
+    for tj in sorted(root.rglob(TRIAL_JSON)):
+        try:
+            meta = json.loads(tj.read_text())
+            meta["trial_id"], meta["spec_digest"], meta["status"]  # noqa: B018 (the keys it must have)
+        except (OSError, json.JSONDecodeError, KeyError, TypeError):
+            raise CollectError(f"{shown or tj}: {TRIAL_JSON} is not a contend trial label") from None
+        if not (tj.parent / DB).is_file():
+            raise CollectError(f"{shown or tj.parent}: a trial label without its store ({DB})")
+        meta["source"] = str(shown or tj.parent)
+        out.append(Artifact(tj.parent, meta))
+    return out
+
+
+def collect(sources: list[Path], out: Path) -> Collected:
+    """Merge the trial artifacts under `sources` into the results directory `out` (which must not hold
+    anything yet): spec.yaml, host.json, nodes.json, the store with every trial, and every other file the
+    trials wrote (e.g. guard logs). The report is rebuilt by the caller (report.refresh)."""
+    if out.exists() and any(out.iterdir()):
+        raise CollectError(f"{out}: results directory exists and is not empty (choose another --out)")
+    with tempfile.TemporaryDirectory(prefix="contend-collect-") as scratch:
+        arts = find_artifacts(sources, Path(scratch))
+        if not arts:
+            raise CollectError(f"{', '.join(map(str, sources))}: no trial artifacts ({TRIAL_JSON}) found")
+        first = arts[0]
+        for a in arts[1:]:
+            if a.meta["spec_digest"] != first.meta["spec_digest"]:
+                raise CollectError(f"{a.meta['source']}: from another study (spec {a.meta['spec']!r} digest "
+                                   f"{a.meta['spec_digest']}) than {first.meta['source']} (digest "
+                                   f"{first.meta['spec_digest']})")
+        try:
+            spec = load(first.path / "spec.yaml")
+        except SpecError as e:
+            raise CollectError(str(e)) from None
+        if digest(spec) != first.meta["spec_digest"]:
+            raise CollectError(f"{first.meta['source']}: its spec.yaml is not the spec its {TRIAL_JSON} names")
+        from ..study import study_for
+        study = study_for(spec, out, None)
+        planned = [tid for tid, _ in study.trials()]
+        chosen, duplicates = _one_per_trial(arts)
+        stray = [a.meta["trial_id"] for a in chosen if a.meta["trial_id"] not in planned]
+        if stray:
+            raise CollectError(f"{next(a.meta['source'] for a in chosen if a.meta['trial_id'] == stray[0])}: "
+                               f"trial {stray[0]!r} is not in the study's plan")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "spec.yaml").write_text(dump(spec))
+        _write_hosts(out, chosen)
+        with Store(out) as store:
+            for a in chosen:
+                store.merge(a.path)
+                _copy_extras(a.path, out)
+    taken = {a.meta["trial_id"] for a in chosen}
+    return Collected(planned, sorted(chosen, key=lambda a: planned.index(a.meta["trial_id"])),
+                     [t for t in planned if t not in taken], f"{spec.name}: {study.title}", duplicates)
+
+
+def _one_per_trial(arts: list[Artifact]) -> tuple[list[Artifact], list[str]]:
+    """A trial found twice (a retried pod, an artifact copied twice) is taken once: a finished one over one
+    that did not finish, then the later one."""
+    best: dict[str, Artifact] = {}
+    dups = []
+    for a in arts:
+        tid = a.meta["trial_id"]
+        if tid in best:
+            dups.append(tid)
+            old = best[tid]
+            if (a.meta["status"] == "ok", a.path.stat().st_mtime) < (old.meta["status"] == "ok", old.path.stat().st_mtime):
+                continue
+        best[tid] = a
+    return list(best.values()), sorted(set(dups))
+
+
+def _write_hosts(out: Path, arts: list[Artifact]) -> None:
+    """host.json: the first node's facts, named after every node; nodes.json: which trial ran where."""
+    facts: dict = {}
+    for a in arts:
+        try:
+            facts = json.loads((a.path / "host.json").read_text())
+            break
+        except (OSError, json.JSONDecodeError):
+            continue
+    nodes = sorted({a.meta.get("node", "?") for a in arts})
+    if facts.get("host"):
+        facts["host"]["hostname"] = ", ".join(nodes) if len(nodes) > 1 else nodes[0]
+    (out / "host.json").write_text(json.dumps(facts, indent=2))
+    (out / "nodes.json").write_text(json.dumps({a.meta["trial_id"]: a.meta.get("node", "?") for a in arts}, indent=2))
+
+
+def _copy_extras(src: Path, out: Path) -> None:
+    for p in src.iterdir():
+        if p.name in REBUILT or p.name.endswith(".md"):  # the tables (table4-*.md, ...) are rebuilt too
+            continue
+        if p.is_dir():
+            shutil.copytree(p, out / p.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(p, out / p.name)

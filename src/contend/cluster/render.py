@@ -1,0 +1,227 @@
+"""Kubernetes manifests from a spec (pure: spec, plan and options in, manifest documents out).
+
+The study: one RuntimeClass per runtime under study, the spec in a ConfigMap, a ServiceAccount the Argo
+executor can work with, and an Argo Workflow that runs each trial in a privileged contend pod on a labelled
+node (one trial per node at a time, never beside another trial, the node reset first), uploads each trial's
+artifact to the artifact repository, and ends with a step that collects them into one results directory.
+The guard: a DaemonSet of `contend guard`, its policy in a ConfigMap, a Service naming its metrics port.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .. import __version__
+from ..spec import dump
+
+# the CRI handler a runtime is configured under (containerd: [plugins."io.containerd.grpc.v1.cri".containerd.
+# runtimes.<handler>]); lxc, docker and podman are not CRI runtimes and get no RuntimeClass
+HANDLERS = {"runc": "runc", "crun": "crun", "runsc": "runsc", "kata": "kata"}
+ROLE_LABEL = "contend.io/role"
+RUNTIME_LABEL = "contend.io/runtime-{}"  # a node with the runtime installed carries it, "true"
+SPEC_MOUNT = "/etc/contend"
+RESULTS = "/results"
+METRICS_PORT = 9731
+# the node's facilities a trial works on (see docs/cluster.md for what each is for)
+HOST_PATHS = {"cgroup": ("/sys/fs/cgroup", "Directory"), "tracing": ("/sys/kernel/tracing", "Directory"),
+              "debugfs": ("/sys/kernel/debug", "Directory"), "modules": ("/lib/modules", "Directory"),
+              "contend-home": ("/var/lib/contend", "DirectoryOrCreate"),
+              "contend-state": ("/run/contend", "DirectoryOrCreate")}
+READ_ONLY = {"modules"}
+RESET = "contend clean && sync && echo 3 > /proc/sys/vm/drop_caches"  # the node as a fresh trial wants it
+
+
+@dataclass(frozen=True)
+class Options:
+    image: str = f"contend:{__version__}"
+    namespace: str = "argo"
+    node_label: str = "contend.io/node=true"  # KEY=VALUE of the nodes that take trials
+    parallelism: int | None = None  # at most this many trials at once (default: one per labelled node)
+    artifact_prefix: str = "contend"  # keys in the artifact repository: PREFIX/<workflow>/trials/<id>.tgz
+    service_account: str = "contend"
+
+
+def k8s_name(text: str, limit: int = 50) -> str:
+    """A DNS-1123 label from any name (lowercase alphanumerics and '-')."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-")
+    return name or "study"
+
+
+def study_manifests(spec, trials: list[tuple[str, str]], opt: Options) -> dict[str, list[dict]]:
+    """file name → its documents, for a study whose plan is `trials` [(trial id, runtime)]."""
+    name = f"contend-{k8s_name(spec.name)}"
+    runtimes = sorted({rt for _, rt in trials}, key=[rt for _, rt in trials].index)
+    meta = {"labels": {"app.kubernetes.io/name": "contend", "app.kubernetes.io/version": __version__,
+                       "contend.io/study": k8s_name(spec.name)}}
+    return {
+        "runtimeclasses.yaml": [runtime_class(rt, meta) for rt in runtimes if rt in HANDLERS],
+        "rbac.yaml": executor_rbac(opt, meta),
+        "spec-configmap.yaml": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                 "metadata": {"name": f"{name}-spec", "namespace": opt.namespace, **meta},
+                                 "data": {"spec.yaml": dump(spec)}}],
+        "workflow.yaml": [workflow(name, trials, opt, meta)],
+    }
+
+
+def runtime_class(runtime: str, meta: dict) -> dict:
+    return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": runtime, **meta},
+            "handler": HANDLERS[runtime],
+            "scheduling": {"nodeSelector": {RUNTIME_LABEL.format(runtime): "true"}}}
+
+
+def executor_rbac(opt: Options, meta: dict) -> list[dict]:
+    """What Argo's executor (v3.5, emissary) needs in the pods' namespace: to report each step's outputs."""
+    sa = opt.service_account
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": opt.namespace, **meta}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": f"{sa}-executor", "namespace": opt.namespace, **meta},
+         "rules": [{"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"],
+                    "verbs": ["create", "patch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": f"{sa}-executor", "namespace": opt.namespace, **meta},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{sa}-executor"},
+         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": opt.namespace}]},
+    ]
+
+
+def _node_label(opt: Options) -> tuple[str, str]:
+    key, _, value = opt.node_label.partition("=")
+    return key, value or "true"
+
+
+def workflow(name: str, trials: list[tuple[str, str]], opt: Options, meta: dict) -> dict:
+    key, value = _node_label(opt)
+    trial_key = f"{opt.artifact_prefix}/{{{{workflow.name}}}}/trials"
+    mounts = [{"name": "spec", "mountPath": SPEC_MOUNT, "readOnly": True},
+              {"name": "results", "mountPath": RESULTS}]
+    host_mounts = [{"name": v, "mountPath": HOST_PATHS[v][0], **({"readOnly": True} if v in READ_ONLY else {})}
+                   for v in HOST_PATHS]
+    privileged = {"privileged": True}
+    spec_file = f"{SPEC_MOUNT}/spec.yaml"
+    wf_spec: dict = {
+        "entrypoint": "study",
+        "serviceAccountName": opt.service_account,
+        "volumes": [{"name": "spec", "configMap": {"name": f"{name}-spec"}},
+                    *({"name": v, "hostPath": {"path": p, "type": t}} for v, (p, t) in HOST_PATHS.items())],
+        "templates": [
+            {"name": "study", "steps": [
+                [{"name": "trial", "template": "trial", "continueOn": {"failed": True},
+                  "arguments": {"parameters": [{"name": "trial-id", "value": "{{item.id}}"},
+                                               {"name": "runtime", "value": "{{item.runtime}}"}]},
+                  "withItems": [{"id": tid, "runtime": rt} for tid, rt in trials]}],
+                [{"name": "collect", "template": "collect"}]]},
+            {"name": "trial",
+             "inputs": {"parameters": [{"name": "trial-id"}, {"name": "runtime"}]},
+             "metadata": {"labels": {ROLE_LABEL: "trial", **meta["labels"]}},
+             "affinity": {
+                 # on a node labelled for trials that has this trial's runtime installed
+                 "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                     {"matchExpressions": [
+                         {"key": key, "operator": "In", "values": [value]},
+                         {"key": RUNTIME_LABEL.format("{{inputs.parameters.runtime}}"), "operator": "In",
+                          "values": ["true"]}]}]}},
+                 # never beside another trial, of this study or any other, in any namespace
+                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                     {"labelSelector": {"matchLabels": {ROLE_LABEL: "trial"}}, "namespaceSelector": {},
+                      "topologyKey": "kubernetes.io/hostname"}]}},
+             # host PIDs: the probes and the runtimes' processes are the node's
+             "podSpecPatch": json.dumps({"hostPID": True}),
+             "volumes": [{"name": "results", "emptyDir": {}}],
+             "initContainers": [{"name": "reset", "image": opt.image, "command": ["sh", "-c", RESET],
+                                 "securityContext": privileged, "volumeMounts": host_mounts}],
+             "container": {"name": "main", "image": opt.image,
+                           "command": ["contend", "trial", "run", "--spec", spec_file,
+                                       "--trial-id", "{{inputs.parameters.trial-id}}", "--out", f"{RESULTS}/trial"],
+                           # trial.json names the node (a pod's hostname is the pod's name)
+                           "env": [{"name": "CONTEND_NODE",
+                                    "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                           "securityContext": privileged, "volumeMounts": [*mounts, *host_mounts]},
+             "outputs": {"artifacts": [{"name": "trial", "path": f"{RESULTS}/trial",
+                                        "s3": {"key": f"{trial_key}/{{{{inputs.parameters.trial-id}}}}.tgz"}}]}},
+            {"name": "collect",
+             "inputs": {"artifacts": [{"name": "trials", "path": "/in", "s3": {"key": trial_key}}]},
+             "volumes": [{"name": "results", "emptyDir": {}}],
+             "container": {"name": "main", "image": opt.image,
+                           "command": ["contend", "cluster", "collect", "/in", "--out", f"{RESULTS}/study"],
+                           "volumeMounts": [{"name": "results", "mountPath": RESULTS}]},
+             "outputs": {"artifacts": [{"name": "study", "path": f"{RESULTS}/study",
+                                        "s3": {"key": f"{opt.artifact_prefix}/{{{{workflow.name}}}}/study.tgz"}}]}},
+        ],
+    }
+    if opt.parallelism:
+        wf_spec["parallelism"] = opt.parallelism
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+            "metadata": {"generateName": f"{name}-", "namespace": opt.namespace, **meta}, "spec": wf_spec}
+
+
+def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
+    """A DaemonSet of `contend guard` on every node (or those with the node label), its config in a
+    ConfigMap, and a Service that names the metrics port (what a ServiceMonitor selects)."""
+    labels = {"app.kubernetes.io/name": "contend-guard", "app.kubernetes.io/version": __version__}
+    ns = opt.namespace
+    mounts = [{"name": "config", "mountPath": SPEC_MOUNT, "readOnly": True},
+              {"name": "cgroup", "mountPath": "/sys/fs/cgroup"},
+              {"name": "contend-home", "mountPath": "/var/lib/contend"},
+              {"name": "contend-state", "mountPath": "/run/contend"}]
+    volumes = [{"name": "config", "configMap": {"name": "contend-guard"}},
+               *({"name": v, "hostPath": {"path": HOST_PATHS[v][0], "type": HOST_PATHS[v][1]}}
+                 for v in ("cgroup", "contend-home", "contend-state"))]
+    pod: dict = {
+        # the guard removes every cap on SIGTERM; the grace period gives it time to
+        "terminationGracePeriodSeconds": 30,
+        "tolerations": [{"operator": "Exists"}],
+        "containers": [{
+            "name": "guard", "image": opt.image,
+            "command": ["contend", "guard", "--config", f"{SPEC_MOUNT}/guard.yaml"],
+            "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+            "readinessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 10},
+            "securityContext": {"privileged": True}, "volumeMounts": mounts,
+            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}}],
+        "volumes": volumes,
+    }
+    if opt.node_label:
+        key, value = _node_label(opt)
+        pod["nodeSelector"] = {key: value}
+    return {
+        "guard-configmap.yaml": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "contend-guard", "namespace": ns, "labels": labels},
+                                  "data": {"guard.yaml": yaml.safe_dump(config, sort_keys=False)}}],
+        "guard-daemonset.yaml": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                  "metadata": {"name": "contend-guard", "namespace": ns, "labels": labels},
+                                  "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "contend-guard"}},
+                                           "updateStrategy": {"type": "RollingUpdate"},
+                                           "template": {"metadata": {"labels": labels}, "spec": pod}}}],
+        "guard-service.yaml": [{"apiVersion": "v1", "kind": "Service",
+                                "metadata": {"name": "contend-guard-metrics", "namespace": ns, "labels": labels},
+                                "spec": {"clusterIP": "None",
+                                         "selector": {"app.kubernetes.io/name": "contend-guard"},
+                                         "ports": [{"name": "metrics", "port": METRICS_PORT,
+                                                    "targetPort": "metrics"}]}}],
+    }
+
+
+GUARD_DEFAULT = {
+    "policy": "contend",
+    # every pod of the node: Guaranteed pods sit right under kubepods, Burstable and BestEffort one level
+    # down; "pod" then a hex digit (the pod's uid) matches both cgroup drivers' names (kubepods/pod1f2e...,
+    # kubepods-burstable-pod1f2e_....slice) and not kubepods-burstable.slice itself
+    "targets": ["cgroup:kubepods*/*pod[0-9a-f]*", "cgroup:kubepods*/*/*pod[0-9a-f]*"],
+    "metrics": f"0.0.0.0:{METRICS_PORT}",  # the pod's address: Prometheus scrapes it through the Service
+}
+
+
+def write(out: Path, files: dict[str, list[dict]]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fname, docs in files.items():
+        if not docs:
+            continue
+        p = out / fname
+        p.write_text(yaml.safe_dump_all(docs, sort_keys=False, width=120))
+        written.append(p)
+    return written

@@ -1,0 +1,86 @@
+"""Manifests checked against pinned schemas, strictly (an unknown field is an error, as the API server's
+field validation would make it): Kubernetes kinds against the OpenAPI schema of Kubernetes 1.28 (what the
+paper's k3s v1.28.4 serves; the JSON schemas kubernetes-validate ships), Argo Workflows against the JSON
+schema of Argo Workflows v3.5.0 (the paper's), vendored from its Go module (api/jsonschema/schema.json).
+"""
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+KUBERNETES = "1.28.0"
+ARGO = "v3.5.0"
+ARGO_SCHEMA = f"argo-workflows-{ARGO}.json.gz"
+ARGO_KINDS = {"Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow"}
+
+
+@lru_cache(maxsize=1)
+def argo_definitions() -> dict:
+    """Argo's definitions, made strict: every object with named properties takes no others."""
+    doc = json.loads(gzip.decompress((files("contend.cluster") / "schemas" / ARGO_SCHEMA).read_bytes()))
+    defs = copy.deepcopy(doc["definitions"])
+    for d in defs.values():
+        if "properties" in d and "additionalProperties" not in d:
+            d["additionalProperties"] = False
+    return defs
+
+
+def problem(doc: dict) -> str | None:
+    """What is wrong with one manifest document (None: valid)."""
+    if not isinstance(doc, dict) or "apiVersion" not in doc or "kind" not in doc:
+        return "not a Kubernetes object (apiVersion and kind are required)"
+    if doc["apiVersion"].startswith("argoproj.io/") and doc["kind"] in ARGO_KINDS:
+        schema = {"$ref": f"#/definitions/io.argoproj.workflow.v1alpha1.{doc['kind']}",
+                  "definitions": argo_definitions()}
+        err = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(schema).iter_errors(doc))
+        return None if err is None else f"{_where(err.absolute_path)}: {err.message} (Argo Workflows {ARGO})"
+    try:
+        kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+    except kubernetes_validate.SchemaNotFoundError:
+        return f"{doc['apiVersion']} {doc['kind']}: not a kind of Kubernetes {KUBERNETES}"
+    except kubernetes_validate.ValidationError as e:
+        return f"{_where(e.absolute_path)}: {e.message} (Kubernetes {KUBERNETES})"
+    return None
+
+
+def _where(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top)"
+
+
+def validate_file(path: Path) -> list[str]:
+    """One line per invalid document: 'file: document N (Kind name): where: what'."""
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except yaml.YAMLError as e:
+        return [f"{path}: not valid YAML: {getattr(e, 'problem', e)}"]
+    out = []
+    for i, doc in enumerate(docs, 1):
+        why = problem(doc)
+        if why:
+            meta = doc.get("metadata", {}) if isinstance(doc, dict) else {}
+            name = meta.get("name") or meta.get("generateName") or "?"
+            out.append(f"{path}: document {i} ({doc.get('kind', '?') if isinstance(doc, dict) else '?'} {name}): {why}")
+    return out
+
+
+def validate_dir(directory: Path) -> tuple[int, list[str]]:
+    """(documents checked, problems) of every *.yaml in a rendered directory."""
+    n, problems = 0, []
+    for p in sorted(directory.glob("*.yaml")):
+        try:
+            n += sum(1 for d in yaml.safe_load_all(p.read_text()) if d is not None)
+        except yaml.YAMLError:
+            pass
+        problems += validate_file(p)
+    return n, problems

@@ -1,0 +1,303 @@
+"""The cluster box: manifests rendered from specs and checked against the pinned Kubernetes 1.28 and Argo
+Workflows v3.5.0 schemas (no cluster needed), and the per-trial path that a cluster's pods run (contend trial
+run) with the merge of its artifacts (contend cluster collect), run here on real containers."""
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from contend.cluster import render
+from contend.cluster.validate import problem, validate_dir
+from contend.spec import digest, load, parse
+from contend.store import Store
+from contend.study import study_for
+
+from .conftest import needs_root, require, runtime_or_skip
+
+CONTEND = [sys.executable, "-m", "contend.cli"]
+PRESETS = Path(__file__).parent.parent / "presets"
+FANNED_OUT = ["volpert-icpe24.yaml", "quick.yaml", "aridac-workloads.yaml", "copts-middleware23.yaml",
+              "wisa25-diskfill.yaml"]
+
+
+def contend(*args, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([*CONTEND, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def one_line_exit_2(p: subprocess.CompletedProcess, *words: str) -> None:
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
+    for w in words:
+        assert w in p.stderr, p.stderr
+
+
+def docs(directory: Path, name: str) -> list[dict]:
+    return list(yaml.safe_load_all((directory / name).read_text()))
+
+
+@pytest.mark.parametrize("preset", FANNED_OUT)
+def test_every_fanned_out_preset_renders_valid_manifests(preset, tmp_path):
+    p = contend("cluster", "render", str(PRESETS / preset), "--quick", "--out", str(tmp_path), "--parallelism", "6")
+    assert p.returncode == 0, p.stdout + p.stderr
+    n, problems = validate_dir(tmp_path)
+    assert problems == [] and n >= 5
+    spec = load(PRESETS / preset).quickened()
+    trials = study_for(spec, tmp_path, None).trials()
+    (wf,) = docs(tmp_path, "workflow.yaml")
+    study, trial, collect = wf["spec"]["templates"]
+    items = study["steps"][0][0]["withItems"]
+    assert [(i["id"], i["runtime"]) for i in items] == trials  # one pod per trial of the plan, in its order
+    assert study["steps"][1][0]["template"] == "collect" and wf["spec"]["parallelism"] == 6
+    # the pod's spec is the study's: it plans the same trials under the same digest
+    (cm,) = docs(tmp_path, "spec-configmap.yaml")
+    again = parse(cm["data"]["spec.yaml"])
+    assert digest(again) == digest(spec) and study_for(again, tmp_path, None).trials() == trials
+    classes = {d["metadata"]["name"]: d for d in docs(tmp_path, "runtimeclasses.yaml")}
+    assert set(classes) == {rt for _, rt in trials} & set(render.HANDLERS)  # lxc has no CRI handler
+
+
+def test_a_trial_pod_is_privileged_alone_on_a_node_with_its_runtime_and_resets_it_first(tmp_path):
+    assert contend("cluster", "render", str(PRESETS / "quick.yaml"), "--out", str(tmp_path),
+                   "--node-label", "lab=isolation", "--image", "reg.example/contend:1").returncode == 0
+    (wf,) = docs(tmp_path, "workflow.yaml")
+    trial = wf["spec"]["templates"][1]
+    aff = trial["affinity"]
+    (term,) = aff["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert {e["key"]: e["values"] for e in term["matchExpressions"]} == {
+        "lab": ["isolation"], "contend.io/runtime-{{inputs.parameters.runtime}}": ["true"]}
+    (anti,) = aff["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti["topologyKey"] == "kubernetes.io/hostname" and anti["namespaceSelector"] == {}
+    assert anti["labelSelector"]["matchLabels"] == {"contend.io/role": "trial"}
+    assert trial["metadata"]["labels"]["contend.io/role"] == "trial"
+    assert json.loads(trial["podSpecPatch"]) == {"hostPID": True}
+    (reset,) = trial["initContainers"]
+    assert "contend clean" in reset["command"][-1] and "drop_caches" in reset["command"][-1]
+    main = trial["container"]
+    assert main["image"] == "reg.example/contend:1" and main["securityContext"] == {"privileged": True}
+    assert main["command"][:3] == ["contend", "trial", "run"] and "{{inputs.parameters.trial-id}}" in main["command"]
+    assert main["env"] == [{"name": "CONTEND_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+    mounts = {m["mountPath"] for m in main["volumeMounts"]}
+    assert {"/sys/fs/cgroup", "/sys/kernel/tracing", "/var/lib/contend", "/run/contend"} <= mounts
+    (art,) = trial["outputs"]["artifacts"]
+    assert art["s3"]["key"] == "contend/{{workflow.name}}/trials/{{inputs.parameters.trial-id}}.tgz"
+    (inp,) = wf["spec"]["templates"][2]["inputs"]["artifacts"]
+    assert inp["s3"]["key"] == "contend/{{workflow.name}}/trials"  # the collect step reads every trial's
+
+
+def test_the_validators_are_strict(tmp_path):
+    """Each schema rejects what the API server would: an unknown field, a wrong type, a missing field."""
+    render.write(tmp_path, render.study_manifests(load(PRESETS / "quick.yaml"), [("runc.harmony.cpu.r1", "runc")],
+                                                  render.Options()))
+    render.write(tmp_path, render.guard_manifests(render.GUARD_DEFAULT, render.Options(node_label="")))
+    (wf,) = docs(tmp_path, "workflow.yaml")
+    assert problem(wf) is None
+    bad = copy.deepcopy(wf)
+    bad["spec"]["templates"][1]["hostPID"] = True  # a pod field, not a template's: what podSpecPatch is for
+    assert "('hostPID' was unexpected)" in problem(bad) and "Argo Workflows v3.5.0" in problem(bad)
+    bad = copy.deepcopy(wf)
+    bad["spec"]["templates"][1]["container"]["command"] = "contend trial run"
+    assert "spec.templates[1].container.command" in problem(bad) and "not of type 'array'" in problem(bad)
+    (ds,) = docs(tmp_path, "guard-daemonset.yaml")
+    assert problem(ds) is None
+    ds["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = "metrics"
+    assert problem(ds).startswith("spec.template.spec.containers[0].ports[0].containerPort: 'metrics' is not of "
+                                  "type 'integer'")
+    (rc,) = docs(tmp_path, "runtimeclasses.yaml")
+    del rc["handler"]
+    assert problem(rc) == "(top): 'handler' is a required property (Kubernetes 1.28.0)"
+    assert "not a kind of Kubernetes" in problem({"apiVersion": "apps/v1", "kind": "DeamonSet"})
+    (tmp_path / "broken.yaml").write_text(yaml.safe_dump(rc))
+    p = contend("cluster", "validate", str(tmp_path))
+    assert p.returncode == 1 and "broken.yaml: document 1 (RuntimeClass runc): (top): 'handler'" in p.stderr
+
+
+def test_the_guard_daemonset_protects_every_pod_and_serves_metrics(tmp_path):
+    p = contend("cluster", "render-guard", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert validate_dir(tmp_path) == (3, [])
+    (ds,) = docs(tmp_path, "guard-daemonset.yaml")
+    pod = ds["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["securityContext"] == {"privileged": True} and c["ports"][0]["name"] == "metrics"
+    assert "/sys/fs/cgroup" in {m["mountPath"] for m in c["volumeMounts"]} and "nodeSelector" not in pod
+    (svc,) = docs(tmp_path, "guard-service.yaml")
+    assert svc["spec"]["ports"][0]["name"] == "metrics" and svc["spec"]["selector"] == ds["spec"]["selector"]["matchLabels"]
+    (cm,) = docs(tmp_path, "guard-configmap.yaml")
+    from contend.guard.config import load as load_guard
+    cfg = load_guard(None, yaml.safe_load(cm["data"]["guard.yaml"]))
+    assert cfg.policy == "contend" and cfg.metrics == "0.0.0.0:9731"
+    # the default targets name pods under both cgroup drivers, not the QoS slices themselves
+    import fnmatch
+    pats = [t.target.removeprefix("cgroup:") for t in cfg.targets]
+    for path in ("kubepods/pod0f1e2d", "kubepods/burstable/pod0f1e2d", "kubepods.slice/kubepods-pod0f1e_2d.slice",
+                 "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0f1e_2d.slice"):
+        assert any(fnmatch.fnmatchcase(path, p) and path.count("/") == p.count("/") for p in pats), path
+    for path in ("kubepods.slice/kubepods-burstable.slice", "kubepods/burstable"):
+        assert not any(fnmatch.fnmatchcase(path, p) and path.count("/") == p.count("/") for p in pats), path
+    cfg_file = tmp_path / "g.yaml"
+    cfg_file.write_text("targets: ['cgroup:kubepods*/*pod[0-9a-f]*']\npolicy: aridac\n")
+    assert contend("cluster", "render-guard", "--out", str(tmp_path / "2"), "--config", str(cfg_file),
+                   "--node-label", "disk=nvme").returncode == 0
+    (ds,) = docs(tmp_path / "2", "guard-daemonset.yaml")
+    assert ds["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "nvme"}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["cluster", "render", str(PRESETS / "xavier-pdp15-oltp.yaml")], ["kind oltp", "not trial by trial"]),
+    (["cluster", "render", str(PRESETS / "quick.yaml"), "--node-label", "=x"], ["--node-label"]),
+    (["cluster", "render", str(PRESETS / "quick.yaml"), "--namespace", "Lab_1"], ["--namespace 'Lab_1'"]),
+    (["cluster", "render", str(PRESETS / "quick.yaml"), "--artifact-prefix", "/"], ["--artifact-prefix"]),
+    (["cluster", "render", "nope.yaml"], ["nope.yaml: no such file"]),
+    (["trial", "list", "nope.yaml"], ["nope.yaml: no such file"]),
+])
+def test_bad_render_input_is_one_line_and_exit_2(args, words, tmp_path):
+    one_line_exit_2(contend(*args, "--out", str(tmp_path)) if args[0] == "cluster" else contend(*args), *words)
+
+
+@pytest.mark.parametrize("config, words", [
+    ("targets: [docker:web]\n", ["targets: docker: and podman:"]),
+    ("targets: [cgroup:kubepods*/*pod*]\nmetrics: 'off'\n", ["port 9731"]),
+    ("targets: [cgroup:x]\np: -1\n", ["p: must be >= 0"]),
+    ("targets: []\n", ["targets"]),
+])
+def test_bad_guard_config_is_one_line_and_exit_2(config, words, tmp_path):
+    f = tmp_path / "g.yaml"
+    f.write_text(config)
+    one_line_exit_2(contend("cluster", "render-guard", "--out", str(tmp_path / "o"), "--config", str(f)), *words)
+
+
+def test_collect_refuses_an_archive_that_would_write_outside_its_place(tmp_path):
+    from contend.cluster.collect import CollectError, find_artifacts
+    evil = tmp_path / "evil.tgz"
+    (tmp_path / "x").write_text("x")
+    with tarfile.open(evil, "w:gz") as tar:
+        tar.add(tmp_path / "x", arcname="../../outside")
+    (tmp_path / "scratch").mkdir()
+    with pytest.raises(CollectError, match="evil.tgz: not a trial archive"):
+        find_artifacts([evil], tmp_path / "scratch")
+    assert not (tmp_path / "outside").exists()
+
+
+def test_trial_list_is_the_plan():
+    p = contend("trial", "list", str(PRESETS / "quick.yaml"))
+    assert p.returncode == 0
+    assert p.stdout.splitlines() == ["runc.harmony.cpu.r1\trunc", "runc.escape.cpu.r1\trunc",
+                                     "runsc.harmony.cpu.r1\trunsc", "runsc.escape.cpu.r1\trunsc"]
+    assert len(contend("trial", "list", str(PRESETS / "quick.yaml"), "-n", "3").stdout.splitlines()) == 12
+
+
+# ------------------------------------------------------------------ the per-trial path, on real containers
+def tiny(path: Path, name="tiny") -> Path:
+    path.write_text(yaml.safe_dump({"name": name, "runtimes": ["runc"], "scenarios": ["harmony", "escape"],
+                                    "resources": ["cpu"], "trial": {"baseline_s": 2, "steps": 2, "step_s": 2}}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster_of_trials(tmp_path_factory):
+    """The study run locally, and the same study as its two trials run one by one (one artifact archived as
+    Argo archives it), as two nodes would."""
+    require("stress-ng")
+    runtime_or_skip("runc")
+    d = tmp_path_factory.mktemp("cluster")
+    spec = tiny(d / "s.yaml")
+    local = contend("run", str(spec), "--out", str(d / "local"))
+    assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-2000:]
+    arts = d / "artifacts"
+    for tid in ("runc.harmony.cpu.r1", "runc.escape.cpu.r1"):
+        p = contend("trial", "run", "--spec", str(spec), "--trial-id", tid, "--out", str(d / "pods" / tid))
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    arts.mkdir()
+    with tarfile.open(arts / "runc.escape.cpu.r1.tgz", "w:gz") as tar:  # what Argo uploads
+        tar.add(d / "pods" / "runc.escape.cpu.r1", arcname="trial")
+    return d, spec
+
+
+@needs_root
+@pytest.mark.slow
+def test_a_trial_run_alone_is_one_trial_of_the_study_with_its_label(cluster_of_trials):
+    d, spec = cluster_of_trials
+    art = d / "pods" / "runc.harmony.cpu.r1"
+    meta = json.loads((art / "trial.json").read_text())
+    assert meta["trial_id"] == "runc.harmony.cpu.r1" and meta["status"] == "ok" and meta["exit_code"] == 0
+    assert meta["spec_digest"] == digest(load(spec)) and meta["node"]
+    with Store(art, read_only=True) as s:
+        assert [t["trial_id"] for t in s.trials()] == ["runc.harmony.cpu.r1"]
+        assert len(s.samples("runc.harmony.cpu.r1").t) > 100
+
+
+@needs_root
+@pytest.mark.slow
+def test_collect_merges_trials_into_the_results_a_local_study_gives(cluster_of_trials):
+    d, _ = cluster_of_trials
+    out = d / "collected"
+    p = contend("cluster", "collect", str(d / "pods" / "runc.harmony.cpu.r1"), str(d / "artifacts"), "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "2 of 2 trials" in p.stdout
+    local = d / "local"
+    with Store(local, read_only=True) as a, Store(out, read_only=True) as b:
+        assert sorted((t["trial_id"], t["status"]) for t in a.trials()) == \
+            sorted((t["trial_id"], t["status"]) for t in b.trials())
+    # the same metrics in every view (their values are measurements: the runs differ, so do they)
+    keys = lambda res: {(r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"])  # noqa: E731
+                        for r in csv.DictReader(open(res / "metrics.csv"))}
+    assert keys(local) == keys(out) and len(keys(out)) > 20
+    # nothing lost in the merge: each trial's metrics are those its pod computed from the same samples
+    # (compared as repr, so that an undefined metric, nan, equals itself)
+    with Store(out, read_only=True) as merged:
+        got = {(m["trial_id"], m["view"], m["metric"]): repr(m["value"]) for m in merged.trial_metric_rows()}
+    for tid in ("runc.harmony.cpu.r1", "runc.escape.cpu.r1"):
+        with Store(d / "pods" / tid, read_only=True) as pod:
+            mine = {(m["trial_id"], m["view"], m["metric"]): repr(m["value"]) for m in pod.trial_metric_rows()}
+        assert mine and mine == {k: v for k, v in got.items() if k[0] == tid}
+    files = lambda res: {str(f.relative_to(res)) for f in res.rglob("*") if f.is_file()}  # noqa: E731
+    assert files(local) == files(out) - {"nodes.json"}  # the same tables, figures and report
+    assert json.loads((out / "nodes.json").read_text()).keys() == {"runc.harmony.cpu.r1", "runc.escape.cpu.r1"}
+    assert (out / "spec.yaml").read_text() == (local / "spec.yaml").read_text()
+    # contend report rebuilds it like any results directory
+    assert contend("report", str(out)).returncode == 0
+
+
+@needs_root
+@pytest.mark.slow
+def test_collect_says_what_is_missing_twice_or_from_another_study(cluster_of_trials, tmp_path):
+    d, spec = cluster_of_trials
+    one = d / "pods" / "runc.harmony.cpu.r1"
+    p = contend("cluster", "collect", str(one), str(one), "--out", str(tmp_path / "a"))
+    assert p.returncode == 1  # a planned trial is missing
+    assert "missing 1 of 2 trials: runc.escape.cpu.r1" in p.stdout.replace("\n", " ")
+    assert "runc.harmony.cpu.r1 was found more than once" in p.stdout.replace("\n", " ")
+    other = tmp_path / "other"
+    other.mkdir()
+    for f in one.iterdir():
+        if f.is_file():
+            (other / f.name).write_bytes(f.read_bytes())
+    meta = json.loads((other / "trial.json").read_text())
+    (other / "trial.json").write_text(json.dumps({**meta, "spec_digest": "0" * 16, "spec": "else"}))
+    one_line_exit_2(contend("cluster", "collect", str(one), str(other), "--out", str(tmp_path / "b")),
+                    "from another study", "'else'")
+    assert not (tmp_path / "b").exists()
+    one_line_exit_2(contend("cluster", "collect", str(tmp_path / "empty"), "--out", str(tmp_path / "c")),
+                    "no such file or directory")
+    (tmp_path / "empty").mkdir()
+    one_line_exit_2(contend("cluster", "collect", str(tmp_path / "empty"), "--out", str(tmp_path / "c")),
+                    "no trial artifacts")
+    one_line_exit_2(contend("cluster", "collect", str(one), "--out", str(d / "local")), "not empty")
+
+
+@needs_root
+def test_trial_run_refuses_an_unknown_trial_or_a_kind_that_does_not_fan_out(tmp_path):
+    spec = tiny(tmp_path / "s.yaml")
+    one_line_exit_2(contend("trial", "run", "--spec", str(spec), "--trial-id", "runc.steal.cpu.r1",
+                            "--out", str(tmp_path / "o")), "no trial 'runc.steal.cpu.r1'", "contend trial list")
+    one_line_exit_2(contend("trial", "run", "--spec", str(PRESETS / "xavier-pdp15-oltp.yaml"), "--trial-id", "x",
+                            "--out", str(tmp_path / "o")), "kind oltp")
+    assert not (tmp_path / "o").exists()
