@@ -404,7 +404,7 @@ def cluster_render(spec_path: Path = typer.Argument(..., metavar="SPEC", help="E
     _write_valid(out, study_manifests(spec, trials, opt))
     no_class = sorted({rt for _, rt in trials} - set(HANDLERS))
     if no_class:
-        console.print(f"no RuntimeClass for {', '.join(no_class)} (not CRI runtimes); their trials still need "
+        console.print(f"no RuntimeClass for {', '.join(no_class)} (not a CRI runtime); its trials still need "
                       f"nodes labelled contend.io/runtime-<name>=true", highlight=False)
     setup = " ".join(f"-f {out / f}" for f in ("runtimeclasses.yaml", "rbac.yaml", "spec-configmap.yaml")
                      if (out / f).exists())
