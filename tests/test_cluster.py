@@ -186,6 +186,20 @@ def test_collect_refuses_an_archive_that_would_write_outside_its_place(tmp_path)
     assert not (tmp_path / "outside").exists()
 
 
+def test_collect_refuses_a_kind_that_does_not_fan_out(tmp_path):
+    from contend.cluster.collect import TRIAL_JSON, CollectError, collect
+    from contend.spec import dump
+    spec = load(PRESETS / "xavier-pdp15-oltp.yaml")
+    art = tmp_path / "art"
+    art.mkdir()
+    (art / "spec.yaml").write_text(dump(spec))
+    Store(art).close()
+    (art / TRIAL_JSON).write_text(json.dumps({"trial_id": "runc.postgresql.r1", "spec": spec.name,
+                                              "spec_digest": digest(spec), "status": "ok"}))
+    with pytest.raises(CollectError, match="kind oltp does not run trial by trial"):
+        collect([art], tmp_path / "out")
+
+
 def test_trial_list_is_the_plan():
     p = contend("trial", "list", str(PRESETS / "quick.yaml"))
     assert p.returncode == 0

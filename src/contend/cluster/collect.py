@@ -135,6 +135,8 @@ def collect(sources: list[Path], out: Path) -> Collected:
             raise CollectError(f"{first.meta['source']}: its spec.yaml is not the spec its {TRIAL_JSON} names")
         from ..study import study_for
         study = study_for(spec, out, None)
+        if not study.fans_out:
+            raise CollectError(f"{first.meta['source']}: kind {spec.kind} does not run trial by trial")
         planned = [tid for tid, _ in study.trials()]
         chosen, duplicates = _one_per_trial(arts)
         stray = [a.meta["trial_id"] for a in chosen if a.meta["trial_id"] not in planned]
