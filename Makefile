@@ -7,13 +7,17 @@ export UV_LINK_MODE := copy
 VENV := .venv
 UV := $(VENV)-uv/bin/uv
 
-.PHONY: demo test test-cgroup2 check-image setup system venv clean-host
+.PHONY: demo test test-faults test-cgroup2 check-image setup system venv clean-host
 
 demo: setup
 	$(VENV)/bin/contend run presets/quick.yaml
 
 test: setup
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -m "not faults" $(PYTEST_ARGS)
+
+# a study interrupted at 23 points by SIGINT, SIGTERM and SIGKILL, then resumed (tests/test_faults.py)
+test-faults: setup
+	$(VENV)/bin/pytest -q -m faults $(PYTEST_ARGS)
 
 # only the real cgroup v2 tests, in the v2 guest (make test runs them too)
 test-cgroup2: setup

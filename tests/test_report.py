@@ -205,3 +205,13 @@ def test_report_html_in_headless_chromium_loads_every_figure_without_console_err
     assert problems == []
     pixels = imread(shot)
     assert pixels.shape[0] > 900 and pixels[..., :3].std() > 0.05  # a long page, and not blank
+
+
+def test_cells_on_fewer_repetitions_are_said_with_the_reasons():
+    from contend.report import fewer_repetitions
+    t = lambda rep, status, reason="", rt="runc", res="cpu": {  # noqa: E731
+        "runtime": rt, "scenario": "harmony", "resource": res, "repetition": rep, "status": status, "reason": reason}
+    trials = [t(1, "ok"), t(2, "failed", "stress-ng exited 137"), t(3, "ok"),  # 2 of 3
+              t(1, "failed", "x", res="disk"), t(2, "failed", "y", res="disk"),  # none: n/a in the table instead
+              t(1, "n/a", "kata not available", rt="kata"), t(1, "ok", rt="runsc")]
+    assert fewer_repetitions(trials) == ["runc · harmony · cpu: 2 of 3 repetitions (r2: stress-ng exited 137)"]

@@ -122,7 +122,8 @@ def _print_facts(f: dict) -> None:
 
 # ---------------------------------------------------------------- run
 @app.command()
-def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment spec (YAML), e.g. presets/quick.yaml."),
+def run(spec_path: Optional[Path] = typer.Argument(None, metavar="SPEC", show_default=False,
+                                                  help="Experiment spec (YAML), e.g. presets/quick.yaml."),
         out: Optional[Path] = typer.Option(None, "--out", "-o",
                                            help="Results directory (default results/<name>-<time>)."),
         repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", min=1,
@@ -131,21 +132,120 @@ def run(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Experiment s
         quick: bool = typer.Option(False, "--quick",
                                    help="A scaled-down pass of the whole matrix: the spec's `quick` section "
                                         "(repetitions, trial lengths, capacity) replaces the study's."),
+        resume: Optional[Path] = typer.Option(None, "--resume", metavar="DIR",
+                                              help="Continue the interrupted study in DIR: its finished trials are "
+                                                   "kept, the rest run. SPEC may be left out (DIR's spec.yaml); "
+                                                   "given, it must be the same study."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Check SPEC and say what would run; run nothing."),
         as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON at the end.")):
     """Run an experiment: every runtime × scenario × resource × repetition of SPEC, then metrics, table
     and report. Other kinds of spec: guard (every workload under every guard policy side by side), parallel
     (CoPTS: benchmarks in N concurrent containers), diskfill (WISA 2025: neighbours write large files, a victim
     measures the disk), oltp (PDP 2015: a database next to a CPU, memory or disk bomb).
-    Ctrl-C stops after cleaning up; finished trials are kept."""
-    spec = _load_spec(spec_path, quick, repetitions)
+    Ctrl-C stops after cleaning up; finished trials are kept and --resume continues. A failed trial is tried
+    again (the spec's `retries`, default 1). One study at a time per host; what a killed one left is removed
+    first."""
+    if resume is not None:
+        spec, done = _resumed(resume, spec_path, quick, repetitions, out)
+        directory = resume
+    elif spec_path is None:
+        fail("SPEC is required (or --resume DIR)")
+    else:
+        spec, done = _load_spec(spec_path, quick, repetitions), frozenset()
+        directory = out or Path("results") / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if dry_run:
+        _say_plan(spec, directory, done)
+        raise typer.Exit(0)
     need_root("contend run")
-    directory = out or Path("results") / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    study = _study(spec, directory)
+    study = _study(spec, directory, resuming=resume is not None)
+    study.done = done
+    _hold_host(directory)
     _term_as_interrupt()
     code = study.run()
     if as_json:
         print(json.dumps(study.rows, indent=1, default=str))
     raise typer.Exit(code)
+
+
+_LOCK = []  # the host lock, held until contend exits
+
+
+def _hold_host(directory: Path) -> None:
+    """One study per host (exit 2 if another runs), and what a killed one left removed first."""
+    from .study import HostBusy, host_lock, remove_stale
+    try:
+        _LOCK.append(host_lock(directory))
+    except HostBusy as e:
+        fail(str(e))
+    remove_stale(say=lambda s: console.print(s, highlight=False))
+
+
+def _resumed(directory: Path, spec_path: Optional[Path], quick: bool, repetitions: Optional[int],
+             out: Optional[Path]):
+    """The study of a results directory to continue, and the trials it finished (exit 2 when it cannot be)."""
+    from .spec import SpecError, load
+    from .store import DB, Store
+    if out is not None and out != directory:
+        fail(f"--out {out}: a resumed study stays in its directory ({directory})")
+    if not (directory / "spec.yaml").is_file() or not (directory / DB).is_file():
+        fail(f"{directory}: not a results directory of contend run (no spec.yaml or {DB})")
+    try:
+        kept = load(directory / "spec.yaml")
+    except SpecError as e:
+        fail(str(e))
+    if spec_path is None:
+        if quick or repetitions is not None:
+            fail("--quick and -n apply to a SPEC; to resume, give the same SPEC and options, or neither")
+        spec = kept
+    else:
+        spec = _load_spec(spec_path, quick, repetitions)
+        change = first_change(kept.resolved(), spec.resolved())
+        if change:
+            fail(f"{spec_path}: not the study in {directory}: {change} (a resumed study must be the same; "
+                 "start a new one with another --out)")
+    from .study import study_for
+    if not study_for(spec, directory, console).fans_out:
+        fail(f"{directory}: kind {spec.kind} cannot be resumed (its repetitions depend on each other): "
+             "run it again")
+    try:
+        with Store(directory, read_only=True) as store:
+            done = frozenset(t["trial_id"] for t in store.trials())
+    except Exception as e:  # duckdb: locked by a running study, not a database
+        fail(f"{directory}: cannot open the store: {str(e).splitlines()[0]}")
+    return spec, done
+
+
+def first_change(old, new, path: str = "") -> str:
+    """Where two resolved specs first differ, as 'path: old → new' ('' when they are the same)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in [*old, *(k for k in new if k not in old)]:
+            change = first_change(old.get(k), new.get(k), f"{path}.{k}" if path else str(k))
+            if change:
+                return change
+        return ""
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new)):
+            change = first_change(a, b, f"{path}[{i}]")
+            if change:
+                return change
+        return ""
+    return "" if old == new else f"{path or '(top)'}: {json.dumps(old)} → {json.dumps(new)}"
+
+
+def _say_plan(spec, directory: Path, done: frozenset) -> None:
+    """--dry-run: the spec checked as a run checks it (the host's preflight too), the plan said."""
+    from .spec import SpecError
+    from .study import study_for
+    study = study_for(spec, directory, console)
+    try:
+        study.preflight()
+    except SpecError as e:
+        fail(str(e))
+    n = len(study.trials()) if study.fans_out else None
+    todo = f"{n - len(done & {t for t, _ in study.trials()})} of {n} trials to run" if n is not None else \
+        "its trials adapt to what they measure"
+    console.print(f"{spec.name} (kind {spec.kind}): valid; {todo}; results would go to {directory} "
+                  f"(dry run: nothing started)", highlight=False, soft_wrap=True)
 
 
 def _load_spec(path: Path, quick: bool, repetitions: Optional[int]):
@@ -155,18 +255,21 @@ def _load_spec(path: Path, quick: bool, repetitions: Optional[int]):
         spec = load(path)
     except SpecError as e:
         fail(str(e))
-    if quick:
-        spec = spec.quickened()
-    if repetitions is not None:
-        spec = spec.repeated(repetitions)
+    try:
+        if quick:
+            spec = spec.quickened()
+        if repetitions is not None:
+            spec = spec.repeated(repetitions)
+    except ValueError as e:  # pydantic's ValidationError too: the quick section or N does not fit the study
+        fail(f"{path}: {'quick' if quick else 'repetitions'}: {' '.join(str(e).split())}")
     return spec
 
 
-def _study(spec, directory: Path):
+def _study(spec, directory: Path, resuming: bool = False):
     """The study of a spec's kind, writing to an empty results directory, checked against this host."""
     from .spec import SpecError
     from .study import study_for
-    if directory.exists() and any(directory.iterdir()):
+    if not resuming and directory.exists() and any(directory.iterdir()):
         fail(f"{directory}: results directory exists and is not empty (choose another --out)")
     study = study_for(spec, directory, console)
     try:
@@ -216,6 +319,7 @@ def trial_run(spec_path: Path = typer.Option(..., "--spec", metavar="SPEC", help
         fail(f"{spec_path}: no trial {trial_id!r} in this study (contend trial list {spec_path} lists them)")
     study = _study(spec, out)
     study.only = trial_id
+    _hold_host(out)
     _term_as_interrupt()
     code = study.run()
     write_trial_json(out, spec, trial_id, runtime, code)

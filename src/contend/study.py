@@ -5,8 +5,11 @@ report.analyze (over metrics/), so each piece stays testable on its own.
 """
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -17,9 +20,12 @@ from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn, 
 from . import report as rep
 from .cgroups import detect
 from .doctor import ensure_capacity, facts
+from .faults import checkpoint
+from .load.fio import FioLoad
+from .paths import DATA, STATE
 from .planner import TrialPlan, plan, trial_seconds
-from .runner import TrialResult, run_trial, trial_capacity, trial_without_data
-from .spec import Spec, dump
+from .runner import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
+from .spec import Spec, SpecError, dump, size_bytes
 from .store import Store
 
 Advance = Callable[[float, str], None]  # a running item's progress: share done (0-1), what it does now
@@ -40,6 +46,7 @@ class Study:
     # on earlier ones (the oltp victim's adaptive repetitions) says False.
     fans_out = True
     only: str | None = None  # run this trial of the plan and no other (contend trial run)
+    done: frozenset = frozenset()  # trial ids already in the store (contend run --resume): not run again
 
     def plan(self) -> list:
         """The items this study runs, in order; pure (no host needed)."""
@@ -58,6 +65,12 @@ class Study:
 
     def preflight(self) -> None:
         """Refuse, with a SpecError (exit 2), a study this host cannot take; nothing is started yet."""
+        if "disk" in getattr(self.spec, "resources", ()):
+            need = len(TENANTS) * size_bytes(FioLoad.FILE_SIZE) * 3 // 2  # every tenant's fio file, and room
+            free = shutil.disk_usage(DATA if DATA.exists() else DATA.parent).free
+            if free < need:
+                raise SpecError(f"{DATA}: disk trials write {len(TENANTS)} × {FioLoad.FILE_SIZE} there and "
+                                f"only {free / 2**20:.0f} MiB are free (at least {need / 2**20:.0f} MiB needed)")
 
     def run(self) -> int:
         """What every study does around its own runs (`execute`): spec.yaml, host.json, the store, and the
@@ -68,14 +81,21 @@ class Study:
         self.failed, self.total, interrupted = 0, 0, False
         store = Store(self.dir)
         try:
+            checkpoint("start")
             with con.status("looking at this host (a container per runtime)"):
                 host_facts = facts(try_runtimes=True, try_probes=False)
             (self.dir / "host.json").write_text(json.dumps(host_facts, indent=2))
+            checkpoint("host-facts")
             self.execute(store, host_facts)
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            self.rows = finish(con, self.dir, store, f"{self.spec.name}: {self.title}")
+            try:
+                self.rows = finish(con, self.dir, store, f"{self.spec.name}: {self.title}")
+            except KeyboardInterrupt:  # every finished trial is in the store already: only the report is missing
+                interrupted = True
+                con.print(f"[yellow]interrupted[/yellow] while writing the report (contend report {self.dir} "
+                          "writes it)", highlight=False)
         return outcome(con, self.dir, interrupted, self.failed, self.total, self.unit)
 
     def execute(self, store: Store, host_facts: dict) -> None:
@@ -95,6 +115,7 @@ class Study:
                 return trial_without_data(tp, "n/a", why, capacity, trial_facts)
 
             def on_step(step):
+                checkpoint("step")
                 t = spec.trial
                 elapsed = 0.0 if step.index == 0 else t.baseline_s + (step.index - 1) * t.step_s
                 advance(elapsed / per_trial, f"{step.phase} {step.index}/{t.steps}")
@@ -119,6 +140,10 @@ class Study:
             keep = [i for i, item in enumerate(items) if self.ident(item) == self.only]
             header = f"{header}; this run: trial {self.only} alone"
             items, cost = [items[i] for i in keep], [cost[i] for i in keep]
+        if self.done:
+            keep = [i for i, item in enumerate(items) if self.ident(item) not in self.done]
+            header = f"{header}; resumed: {len(items) - len(keep)} finished trials kept, {len(keep)} to run"
+            items, cost = [items[i] for i in keep], [cost[i] for i in keep]
         self.total = len(items)
         done = list(itertools.accumulate(cost, initial=0.0))
         con.print(f"{header}, about {done[-1] / 60:.1f} min; results in {self.dir}", highlight=False)
@@ -131,7 +156,7 @@ class Study:
                 def advance(share: float, detail: str, base=done[i], span=cost[i], desc=desc) -> None:
                     bar.update(task, completed=base + span * min(1.0, share), description=f"{desc} {detail}")
 
-                result = run_one(item, advance)
+                result = self._attempts(item, advance, run_one, desc)
                 if result is None:  # not needed after all (e.g. the repetitions already converged)
                     self.total -= 1
                     bar.update(task, completed=done[i + 1])
@@ -144,6 +169,23 @@ class Study:
                 elif rec.status == "ok" and rec.reason:
                     con.print(f"[yellow]partly failed[/yellow] {rec.trial_id}: {rec.reason}", highlight=False)
                 bar.update(task, completed=done[i + 1])
+
+
+    def _attempts(self, item, advance: Advance, run_one, desc: str) -> TrialResult | None:
+        """run_one, and again while it fails, up to the spec's `retries`; the failed attempts' reasons stay
+        with the result as events (its samples are those of the last attempt)."""
+        failed: list[str] = []
+        while True:
+            checkpoint("trial")
+            result = run_one(item, advance)
+            if result is None or result.record.status != "failed" or len(failed) >= self.spec.retries:
+                break
+            failed.append(result.record.reason)
+            self.console.print(f"[yellow]failed[/yellow] {desc}: {result.record.reason}; trying again "
+                               f"({len(failed)} of {self.spec.retries})", highlight=False)
+        if result is not None:
+            result.events += [(0.0, "", "attempt-failed", f"attempt {k}: {why}") for k, why in enumerate(failed, 1)]
+        return result
 
 
 def study_for(spec, directory: Path, console: Console) -> Study:
@@ -170,10 +212,14 @@ def facts_of_trial(host_facts: dict, runtime: dict | None) -> dict:
 def finish(con: Console, directory: Path, store: Store, title: str) -> list[dict]:
     """The end of every run, interrupted or not: the report from what the store holds, printed."""
     try:
+        checkpoint("report")
         written = rep.refresh(directory, store, title=title, width=con.width)
+        trials = store.trials()
     finally:
         store.close()
     con.print(written.table)
+    for line in rep.fewer_repetitions(trials):
+        con.print(f"[yellow]fewer repetitions[/yellow] {line}", highlight=False)
     con.print(f"metrics: {directory / 'metrics.csv'}\nreport:  {written.path}")
     return written.rows
 
@@ -182,7 +228,8 @@ def outcome(con: Console, directory: Path, interrupted: bool, failed: int, total
     """The exit code (130 interrupted, 1 something failed, 0 ok), said in one line."""
     if interrupted:
         con.print(f"[yellow]interrupted[/yellow]: finished {what} are kept in {directory}; "
-                  "everything the interrupted one created was removed (check: contend clean --dry-run)")
+                  "everything the interrupted one created was removed (check: contend clean --dry-run)\n"
+                  f"continue it with: contend run --resume {directory}", highlight=False)
         return 130
     if failed:
         con.print(f"[red]{failed} of {total} {what} failed[/red] (reasons in the table and report)")
@@ -207,3 +254,45 @@ def unavailable(runtime: str, runnable: dict) -> str:
     """Why doctor found the runtime unable to run a container here ("" = it can, or it was not looked at)."""
     avail = runnable.get(runtime)
     return f"{runtime} not available: {avail['reason']}" if avail is not None and not avail["runs"] else ""
+
+
+class HostBusy(Exception):
+    """Another study holds the host (str(e) is the one line to print; exit 2)."""
+
+
+def host_lock(directory: Path):
+    """One study at a time on a host: a second one would disturb the first's measurements, and only so can
+    the leftovers of a killed study be told from a running one's. Returns the held lock (keep it open)."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    f = open(STATE / "study.lock", "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        who = f.read().strip() or "its pid unknown"
+        f.close()
+        raise HostBusy(f"another contend study is running on this host ({who}): wait for it, or stop it") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()}, results in {directory}")
+    f.flush()
+    return f
+
+
+def remove_stale(say: Callable[[str], None]) -> int:
+    """What a killed study left (containers, cgroups, data directories, namespaces, links), removed before
+    a new one starts; the host lock says no study is running. A guard's caps and an engine's image are not a
+    study's: `contend clean` removes those."""
+    from .clean import find
+    stale = [x for x in find() if x.kind != "guard cap" and not x.kind.endswith(" image")]
+    if stale:
+        say(f"removing what an earlier contend study left on this host: {len(stale)} item(s) "
+            f"({', '.join(sorted({x.kind for x in stale}))})")
+    for x in stale:
+        if x.kind == "directory" and not Path(x.name).exists():
+            continue  # went with its container
+        try:
+            x.remove()
+        except OSError as e:
+            say(f"  could not remove {x}: {e}")
+    return len(stale)

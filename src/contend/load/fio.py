@@ -15,8 +15,9 @@ FILE = "/data/contend-fio.dat"
 
 class FioLoad(LoadGenerator):
     resource = "disk"
+    FILE_SIZE = "256M"  # each tenant's file on the experiment device
 
-    def __init__(self, capacity_iops: float, size: str = "256M", block: str = "4k", iodepth: int = 32):
+    def __init__(self, capacity_iops: float, size: str = FILE_SIZE, block: str = "4k", iodepth: int = 32):
         self.capacity_iops = capacity_iops
         self.size = size
         self.block = block

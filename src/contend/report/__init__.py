@@ -50,6 +50,22 @@ def refresh(directory: Path, store: Store, title: str, width: int = 80) -> Writt
     return Written(rows, build(directory, store, rows, notes, tables), table)
 
 
+def fewer_repetitions(trials: list[dict]) -> list[str]:
+    """Cells that rest on fewer repetitions than planned because some of their trials failed, one line each
+    (a cell whose every trial failed is n/a in the tables instead)."""
+    cells: dict[tuple, list[dict]] = {}
+    for t in trials:
+        if t["status"] != "n/a":
+            cells.setdefault((t["runtime"], t["scenario"], t["resource"]), []).append(t)
+    out = []
+    for key, ts in sorted(cells.items()):
+        bad = [t for t in ts if t["status"] == "failed"]
+        if bad and len(bad) < len(ts):
+            why = "; ".join(f"r{t['repetition']}: {t['reason']}" for t in bad)
+            out.append(f"{' · '.join(key)}: {len(ts) - len(bad)} of {len(ts)} repetitions ({why})")
+    return out
+
+
 def failures(store: Store) -> dict[tuple, str]:
     """Why a cell has no value: its trials' reasons (failed, or n/a: not run here)."""
     out: dict[tuple, str] = {}
@@ -86,5 +102,6 @@ def build(directory: Path, store: Store, rows: list[dict], notes: dict[tuple, st
         directory, "report.html.j2", heatmaps + isolation + timelines, n_ok=len(trials), n_trials=len(store.trials()),
         headline=HEADLINE, columns=("runtime", "scenario", "resource", "view", *HEADLINE, "n"),
         table=pivot(rows, notes), failed=store.trials("failed"), not_run=store.trials("n/a"),
+        fewer=fewer_repetitions(store.trials()),
         t4cols=TABLE4, table4=[{"view": v, **t4} for v, t4 in tables.items()],
         heatmaps=heatmaps, isolation=isolation, timelines=timelines, events=store.events())

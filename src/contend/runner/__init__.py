@@ -27,6 +27,7 @@ from ..probes import BpftraceProbes, CgroupSampler, Sample, Target
 from ..probes.sampler import oom_events
 from ..runtimes import ContainerSpec, RuntimeError_, signals_deferred
 from ..spec import Spec
+from ..faults import checkpoint
 from ..store import TrialRecord
 
 TENANTS = ("abiding", "disruptive")
@@ -119,6 +120,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
             netns = link.ports[tenant].netns_path if link else None
             containers[tenant] = rt.create(ContainerSpec(f"{uid}-{tenant}", limits_for(tp.resource, frac, capacity),
                                                          data_dirs[tenant], netns=netns))
+        checkpoint("containers")
         targets = [Target(t, c.cgroup, c.tracking, sync=partial(rt.track, c),
                           netdev=link.ports[t].host_dev if link else None) for t, c in containers.items()]
         clock0 = time.monotonic()
@@ -126,6 +128,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
             probes.append(CgroupSampler(targets, period, clock0).start())
         if spec.probes.ebpf:
             probes.append(BpftraceProbes(targets, period, clock0, wanted=EBPF_PROBES[tp.resource]).start())
+        checkpoint("probes")
         for p in probes:
             result.events += [(0.0, "", "probe-missing", why) for why in p.problems]
         rec.facts["probes"] = {"attached": [a for p in probes for a in p.attached],
@@ -154,6 +157,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
         rec.reason = f"{type(e).__name__}: {e}"
     finally:
         with signals_deferred():
+            checkpoint("teardown")
             for p in probes:
                 p.stop()
             for c in containers.values():

@@ -25,6 +25,13 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class StudyKind(Strict):
+    """What every kind of study's spec has."""
+    # a trial that fails (a runtime error, a load generator that dies, a probe that cannot attach, an OOM kill)
+    # is run again up to this many times before it is recorded as failed
+    retries: int = Field(default=1, ge=0, le=10)
+
+
 def unique(items: list, names: list[str], what: str) -> list:
     """items, if no name repeats; else the error names the first repeat's index."""
     for i, n in enumerate(names):
@@ -119,7 +126,7 @@ class Metrics(Strict):
     trim: float = Field(default=0.25, ge=0, lt=1)  # share of each step skipped as its transient
 
 
-class Spec(Strict):
+class Spec(StudyKind):
     kind: Literal["isolation"] = "isolation"
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
@@ -201,7 +208,7 @@ class GuardQuick(Strict):
     time_scale: float = Field(default=0.4, gt=0, le=1)  # burst_at_s, burst_volume_s and tail_s × this
 
 
-class GuardStudy(Strict):
+class GuardStudy(StudyKind):
     """A guard evaluation: every workload under every policy, side by side on this host's disk."""
 
     kind: Literal["guard"]
@@ -313,14 +320,26 @@ def size_bytes(text: str) -> int:
 BENCHMARK_NAMES = ("linpack", "noploop", "stream", "sysbench-cpu", "sysbench-memory", "pidigits", "fio")
 
 
+def check_counts(v: list[int]) -> list[int]:
+    """Container counts of a parallel study (and of its quick pass): 1 to 1000, no repeats, 1 among them."""
+    for i, n in enumerate(v):
+        if not 1 <= n <= 1000:
+            raise ValueError(f"[{i}] must be between 1 and 1000 containers, got {n}")
+    unique(v, [str(n) for n in v], "count")
+    if 1 not in v:
+        raise ValueError("must include 1: the isolated run everything is normalised to")
+    return sorted(v)
+
+
 class ParallelQuick(Strict):
     counts: list[int] = Field(default=[1, 2, 4], min_length=1)
+    _counts = field_validator("counts")(classmethod(lambda cls, v: check_counts(v)))
     containers_per_process: int = Field(default=1, gt=0, le=10_000)
     runs_per_container: int = Field(default=2, gt=0, le=10_000)
     sizes: Sizes = Sizes()
 
 
-class ParallelStudy(Strict):
+class ParallelStudy(StudyKind):
     """CoPTS: every benchmark isolated and in N concurrent containers per runtime; for each count N, N
     processes each launch `containers_per_process` containers one after another (CoPTS's y), each running
     the benchmark `runs_per_container` times (z)."""
@@ -339,20 +358,11 @@ class ParallelStudy(Strict):
     quick: ParallelQuick = ParallelQuick()
 
 
-    @field_validator("counts")
-    @classmethod
-    def _counts(cls, v: list[int]) -> list[int]:
-        for i, n in enumerate(v):
-            if not 1 <= n <= 1000:
-                raise ValueError(f"[{i}] must be between 1 and 1000 containers, got {n}")
-        unique(v, [str(n) for n in v], "count")
-        if 1 not in v:
-            raise ValueError("must include 1: the isolated run everything is normalised to")
-        return sorted(v)
+    _counts = field_validator("counts")(classmethod(lambda cls, v: check_counts(v)))
 
     def quickened(self) -> "ParallelStudy":
         q = self.quick
-        return self.model_copy(update={"counts": self._counts(q.counts), "sizes": q.sizes, "name": self.name + "-quick",
+        return self.model_copy(update={"counts": check_counts(q.counts), "sizes": q.sizes, "name": self.name + "-quick",
                                        "containers_per_process": q.containers_per_process,
                                        "runs_per_container": q.runs_per_container})
 
@@ -418,11 +428,13 @@ def parse(text: str, source: str = "spec") -> AnySpec:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise SpecError(f"{source}:{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        where = f" line {mark.line + 1}:" if mark else ""
+        what = getattr(e, "problem", None) or getattr(e, "reason", None) or str(e).splitlines()[0]
+        raise SpecError(f"{source}:{where} not valid YAML: {' '.join(str(what).split())}") from None
     if not isinstance(doc, dict):
         raise SpecError(f"{source}: (top): must be a mapping of keys, got {type(doc).__name__}")
-    model = KINDS.get(doc.get("kind"), Spec)
+    kind = doc.get("kind")
+    model = KINDS.get(kind, Spec) if isinstance(kind, str) else Spec  # anything else: Spec says what kind may be
     try:
         return model.model_validate(doc)
     except ValidationError as e:

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from . import SIZE, ContainerLimits, Runtimes, Strict, no_repeats, size_bytes
+from . import SIZE, ContainerLimits, Runtimes, Strict, StudyKind, no_repeats, size_bytes
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 MARGIN = r"^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+[KMGT]?)$"  # "10%" of the file system, or a size ("20G")
@@ -47,7 +47,7 @@ class DiskFillQuick(Strict):
     victim: VictimIO = VictimIO(file="256M", seconds=5)
 
 
-class DiskFillStudy(Strict):
+class DiskFillStudy(StudyKind):
     """Containers A, B, C (the attackers) and D (the victim), each limited to `limits`. Per runtime and
     repetition: D measured with the attackers idle (baseline), then while they write the files of each size."""
 
@@ -127,7 +127,7 @@ class OltpQuick(Strict):
     scale: OltpScale = OltpScale(pgbench_scale=5, sysbench_table_size=20_000)
 
 
-class OltpStudy(Strict):
+class OltpStudy(StudyKind):
     """A database server (the victim) in one container, a disruptor in the other; each gets `share` of the
     host's CPUs, of the memory pool and of the disk's calibrated bandwidth and IOPS (the paper: half)."""
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from ..faults import checkpoint
 from ..metrics import Samples, StepWindow
 
 DB = "contend.duckdb"
@@ -87,6 +88,7 @@ class Store:
                         [rec.trial_id, rec.runtime, rec.scenario, rec.resource, rec.repetition, rec.status,
                          rec.reason, rec.started_at, rec.ended_at, json.dumps(rec.scenario_params),
                          json.dumps(rec.capacity), json.dumps(rec.facts)])
+            checkpoint("store-write")  # a fault here tests the transaction: no half trial may remain
             rows = [(rec.trial_id, s.step, s.phase, s.t_start, s.t_end, tenant, level)
                     for s in steps for tenant, level in s.ideal.items()]
             if rows:
