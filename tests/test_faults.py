@@ -99,6 +99,32 @@ def test_interrupted_anywhere_then_resumed_is_the_whole_study(point, sig, uninte
     assert (out / "report.html").exists()
 
 
+KILLED_IN = [("runc", "network"), ("runc", "disk"), ("runsc", "cpu"), ("lxc", "memory")]
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("runtime,resource", KILLED_IN, ids=[f"{r}-{res}" for r, res in KILLED_IN])
+def test_killed_mid_ramp_the_next_run_removes_every_kind_of_leftover(runtime, resource, tmp_path):
+    """SIGKILL in the middle of a trial leaves what only a killed process leaves: containers of that runtime,
+    their cgroups and data files, a network trial's namespaces, bridge, veths and tc qdiscs. The resumed run
+    removes all of it before it starts, then finishes the study."""
+    runtime_or_skip(runtime)
+    spec = tiny(tmp_path / "s.yaml", runtimes=[runtime], scenarios=["harmony"], resources=[resource])
+    out = tmp_path / "out"
+    p = contend("run", str(spec), "--out", str(out), env={"CONTEND_FAULT": "step@2=KILL"})
+    assert p.returncode == -signal.SIGKILL, p.stdout[-1500:] + p.stderr[-1500:]
+    left = {x.kind for x in find()}
+    assert f"{runtime} container" in left and "cgroup" in left  # the kill really left them
+    if resource == "network":
+        assert {"network namespace", "link"} <= left
+    r = contend("run", "--resume", str(out))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "removing what an earlier contend study left on this host" in r.stdout
+    assert find() == []
+    with Store(out, read_only=True) as s:
+        assert [(t["trial_id"], t["status"]) for t in s.trials()] == [(f"{runtime}.harmony.{resource}.r1", "ok")]
+
+
 def test_resume_refuses_another_study_and_what_is_not_a_results_directory(uninterrupted, tmp_path):
     spec = tiny(tmp_path / "s.yaml", trial={"baseline_s": 1, "steps": 2, "step_s": 2})
     p = contend("run", str(spec), "--resume", str(uninterrupted))

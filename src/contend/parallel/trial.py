@@ -171,9 +171,11 @@ class Cell:
                     return
                 self.on_run(self._add(self._run(container, p, c, r)))
         finally:
-            if container is not None:
-                self.rt.delete(container)
-            shutil.rmtree(data, ignore_errors=True)
+            try:
+                if container is not None:
+                    self.rt.delete(container)
+            finally:  # also when the removal raised (a cgroup still busy as its processes die)
+                shutil.rmtree(data, ignore_errors=True)
 
     def _run(self, container, p: int, c: int, r: int) -> RunRecord:
         before = container.cgroup.stats()
