@@ -3,12 +3,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from contend import runtimes
 from contend.runtimes.engine import docker_session
 
+CONTEND = [sys.executable, "-m", "contend.cli"]
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (real containers, cgroups, eBPF)")
 ALL_RUNTIMES = ("runc", "crun", "runsc", "lxc", "docker")
@@ -55,3 +60,26 @@ def planned_trials(results) -> set[str]:
     from contend.spec import load
     from contend.study import study_for
     return {tid for tid, _ in study_for(load(results / "spec.yaml"), results, None).trials()}
+
+
+def contend(*args, env: dict | None = None, timeout: float = 300, cwd=None) -> subprocess.CompletedProcess:
+    """contend as a user runs it, in a wide terminal (no line of its output wrapped); env adds to this one's."""
+    return subprocess.run([*CONTEND, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+def one_line_exit_2(p: subprocess.CompletedProcess, *words: str) -> None:
+    """Bad input: exit 2, one line on stderr, no traceback, saying each of `words`."""
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
+    for w in words:
+        assert w in p.stderr, p.stderr
+
+
+def tiny_spec(path: Path, runtimes=("runc",), scenarios=("harmony",), baseline=2, steps=2, step_s=2,
+              resources=("cpu",), **more) -> Path:
+    """A small isolation study, written to path."""
+    path.write_text(yaml.safe_dump({
+        "name": "tiny", "runtimes": list(runtimes), "scenarios": list(scenarios), "resources": list(resources),
+        "trial": {"baseline_s": baseline, "steps": steps, "step_s": step_s}, **more}))
+    return path

@@ -6,33 +6,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
-import yaml
 
 from contend.clean import find
 from contend.runtimes import ContainerSpec
 
-from .conftest import needs_root, require, runtime_or_skip
+from .conftest import CONTEND, contend, needs_root, require, runtime_or_skip, tiny_spec
 
 pytestmark = [needs_root, pytest.mark.root]
-CONTEND = [sys.executable, "-m", "contend.cli"]
-
-
-def tiny_spec(path: Path, runtimes=("runc",), scenarios=("harmony",), baseline=2, steps=2, step_s=2,
-              resources=("cpu",), **more) -> Path:
-    path.write_text(yaml.safe_dump({
-        "name": "tiny", "runtimes": list(runtimes), "scenarios": list(scenarios), "resources": list(resources),
-        "trial": {"baseline_s": baseline, "steps": steps, "step_s": step_s}, **more}))
-    return path
-
-
-def contend(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([*CONTEND, *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_run_writes_the_results_directory_and_report_rebuilds_it(tmp_path):

@@ -6,8 +6,6 @@ from __future__ import annotations
 import copy
 import csv
 import json
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -20,23 +18,11 @@ from contend.spec import digest, load, parse
 from contend.store import Store
 from contend.study import study_for
 
-from .conftest import needs_root, require, runtime_or_skip
+from .conftest import contend, needs_root, one_line_exit_2, require, runtime_or_skip, tiny_spec
 
-CONTEND = [sys.executable, "-m", "contend.cli"]
 PRESETS = Path(__file__).parent.parent / "presets"
 FANNED_OUT = ["volpert-icpe24.yaml", "quick.yaml", "aridac-workloads.yaml", "copts-middleware23.yaml",
               "wisa25-diskfill.yaml"]
-
-
-def contend(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([*CONTEND, *args], capture_output=True, text=True, timeout=timeout)
-
-
-def one_line_exit_2(p: subprocess.CompletedProcess, *words: str) -> None:
-    assert p.returncode == 2, p.stdout + p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
-    for w in words:
-        assert w in p.stderr, p.stderr
 
 
 def docs(directory: Path, name: str) -> list[dict]:
@@ -151,7 +137,7 @@ def test_the_guard_daemonset_protects_every_pod_and_serves_metrics(tmp_path):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["cluster", "render", str(PRESETS / "xavier-pdp15-oltp.yaml")], ["kind oltp", "not trial by trial"]),
+    (["cluster", "render", str(PRESETS / "xavier-pdp15-oltp.yaml")], ["kind oltp does not run trial by trial"]),
     (["cluster", "render", str(PRESETS / "quick.yaml"), "--node-label", "=x"], ["--node-label"]),
     (["cluster", "render", str(PRESETS / "quick.yaml"), "--namespace", "Lab_1"], ["--namespace 'Lab_1'"]),
     (["cluster", "render", str(PRESETS / "quick.yaml"), "--artifact-prefix", "/"], ["--artifact-prefix"]),
@@ -209,12 +195,6 @@ def test_trial_list_is_the_plan():
 
 
 # ------------------------------------------------------------------ the per-trial path, on real containers
-def tiny(path: Path, name="tiny") -> Path:
-    path.write_text(yaml.safe_dump({"name": name, "runtimes": ["runc"], "scenarios": ["harmony", "escape"],
-                                    "resources": ["cpu"], "trial": {"baseline_s": 2, "steps": 2, "step_s": 2}}))
-    return path
-
-
 @pytest.fixture(scope="module")
 def cluster_of_trials(tmp_path_factory):
     """The study run locally, and the same study as its two trials run one by one (one artifact archived as
@@ -222,7 +202,7 @@ def cluster_of_trials(tmp_path_factory):
     require("stress-ng")
     runtime_or_skip("runc")
     d = tmp_path_factory.mktemp("cluster")
-    spec = tiny(d / "s.yaml")
+    spec = tiny_spec(d / "s.yaml", scenarios=("harmony", "escape"))
     local = contend("run", str(spec), "--out", str(d / "local"))
     assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-2000:]
     arts = d / "artifacts"
@@ -309,7 +289,7 @@ def test_collect_says_what_is_missing_twice_or_from_another_study(cluster_of_tri
 
 @needs_root
 def test_trial_run_refuses_an_unknown_trial_or_a_kind_that_does_not_fan_out(tmp_path):
-    spec = tiny(tmp_path / "s.yaml")
+    spec = tiny_spec(tmp_path / "s.yaml", scenarios=("harmony", "escape"))
     one_line_exit_2(contend("trial", "run", "--spec", str(spec), "--trial-id", "runc.steal.cpu.r1",
                             "--out", str(tmp_path / "o")), "no trial 'runc.steal.cpu.r1'", "contend trial list")
     one_line_exit_2(contend("trial", "run", "--spec", str(PRESETS / "xavier-pdp15-oltp.yaml"), "--trial-id", "x",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 
 from contend.metrics.compare import compare, regressions, tally
 from contend.store import read_metrics_csv, write_metrics_csv
+
+from .conftest import contend
 
 NAN = math.nan
 
@@ -83,10 +83,6 @@ def results(path, rows):
     path.mkdir()
     write_metrics_csv(path / "metrics.csv", rows)
     return path
-
-
-def contend(*args):
-    return subprocess.run([sys.executable, "-m", "contend.cli", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_compare_gates_on_a_significantly_worse_metric(tmp_path):

@@ -13,35 +13,22 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
-import yaml
 
 from contend.clean import find
 from contend.paths import DATA
 from contend.store import Store
 
-from .conftest import needs_root, planned_trials, require, runtime_or_skip
+from .conftest import CONTEND, contend, needs_root, one_line_exit_2, planned_trials, require, runtime_or_skip, tiny_spec
 
 pytestmark = [needs_root]
-CONTEND = [sys.executable, "-m", "contend.cli"]
 PLANNED = {"runc.harmony.cpu.r1", "runc.escape.cpu.r1"}
-
-
-def tiny(path: Path, **more) -> Path:
-    """Two trials of a baseline and two ramp steps each: 3 steps per trial, 6 in the study."""
-    path.write_text(yaml.safe_dump({"name": "faults", "runtimes": ["runc"], "scenarios": ["harmony", "escape"],
-                                    "resources": ["cpu"], "trial": {"baseline_s": 1, "steps": 2, "step_s": 1},
-                                    **more}))
-    return path
-
-
-def contend(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([*CONTEND, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})
+# two trials of a baseline and two ramp steps each: 3 steps per trial, 6 in the study
+tiny = partial(tiny_spec, scenarios=("harmony", "escape"), baseline=1, steps=2, step_s=1)
 
 
 def metric_keys(results: Path) -> set[tuple]:
@@ -126,14 +113,11 @@ def test_killed_mid_ramp_the_next_run_removes_every_kind_of_leftover(runtime, re
 
 
 def test_resume_refuses_another_study_and_what_is_not_a_results_directory(uninterrupted, tmp_path):
-    spec = tiny(tmp_path / "s.yaml", trial={"baseline_s": 1, "steps": 2, "step_s": 2})
+    spec = tiny(tmp_path / "s.yaml", step_s=2)
     p = contend("run", str(spec), "--resume", str(uninterrupted))
-    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
-    assert "not the study in" in p.stderr and "trial.step_s: 1.0 → 2.0" in p.stderr
-    p = contend("run", "--resume", str(tmp_path))
-    assert p.returncode == 2 and "not a results directory" in p.stderr
-    p = contend("run", "--resume", str(uninterrupted), "--quick")
-    assert p.returncode == 2 and "--quick and -n apply to a SPEC" in p.stderr
+    one_line_exit_2(p, "not the study in", "trial.step_s: 1.0 → 2.0")
+    one_line_exit_2(contend("run", "--resume", str(tmp_path)), "not a results directory")
+    one_line_exit_2(contend("run", "--resume", str(uninterrupted), "--quick"), "--quick and -n apply to a SPEC")
     p = contend("run", "--resume", str(uninterrupted))  # all done: the report again, nothing run
     assert p.returncode == 0 and "resumed: 2 finished trials kept, 0 to run" in p.stdout
 
@@ -148,8 +132,8 @@ def test_a_second_study_waits_for_the_first(tmp_path):
         while not any("container" in x.kind for x in find()):
             assert time.monotonic() < deadline and first.poll() is None
             time.sleep(0.2)
-        p = contend("run", str(spec), "--out", str(tmp_path / "b"))
-        assert p.returncode == 2 and "another contend study is running on this host (pid" in p.stderr
+        one_line_exit_2(contend("run", str(spec), "--out", str(tmp_path / "b")),
+                        "another contend study is running on this host (pid")
         assert not (tmp_path / "b").exists()
     finally:
         first.communicate(timeout=120)
@@ -203,8 +187,7 @@ def test_a_nearly_full_disk_is_refused_before_anything_starts(tmp_path):
         p = contend("run", str(spec), "--out", str(tmp_path / "out"))
     finally:
         filler.unlink()
-    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stdout[-2000:] + p.stderr[-2000:]
-    assert "disk trials write 2 × 256M there and only" in p.stderr and "MiB needed" in p.stderr
+    one_line_exit_2(p, "disk trials write 2 × 256M there and only", "MiB needed")
     assert not (tmp_path / "out").exists() and find() == []
 
 
@@ -212,7 +195,7 @@ def test_a_tenant_killed_from_outside_fails_its_attempt_and_the_retry_measures(t
     """The abiding tenant's processes killed mid-ramp (as an operator's kill -9 would): that attempt fails with
     its reason, the trial is run again (retries: 1) and recorded ok, the failed attempt as an event."""
     require("stress-ng")
-    spec = tiny(tmp_path / "s.yaml", scenarios=["harmony"], trial={"baseline_s": 2, "steps": 3, "step_s": 2})
+    spec = tiny(tmp_path / "s.yaml", scenarios=["harmony"], baseline=2, steps=3, step_s=2)
     proc = subprocess.Popen([*CONTEND, "run", str(spec), "--out", str(tmp_path / "out")], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -17,10 +16,9 @@ from contend.cgroups import IoLimit, Limits, detect
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
 
-from .conftest import IS_ROOT, needs_root, require
+from .conftest import CONTEND, IS_ROOT, contend, needs_root, require
 from .guardkit import kill_guard_with_caps, write_under_guard
 
-CONTEND = [sys.executable, "-m", "contend.cli"]
 CAP = 200e6  # the guard is told the disk delivers 200 MB/s: a dd of direct writes wants far more
 
 
@@ -39,10 +37,6 @@ def target_file():
     f = DATA / f"contend-guardtest-{uuid.uuid4().hex[:6]}.dat"
     yield f
     f.unlink(missing_ok=True)
-
-
-def contend(*args, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([*CONTEND, *args], capture_output=True, text=True, timeout=120, **kw)
 
 
 @needs_root
@@ -225,7 +219,7 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     spec = tmp_path / "g.yaml"
     spec.write_text(SMALL)
     out = tmp_path / "out"
-    p = contend("run", str(spec), "--out", str(out), env={**os.environ, "COLUMNS": "200"})
+    p = contend("run", str(spec), "--out", str(out))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     import csv
     from contend.store import Store
@@ -252,7 +246,7 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     assert json.loads(logs[-1])["event"] == "stop"
     assert contend("clean", "--dry-run").stdout.strip() == ""
     # the report is rebuilt from the store alone
-    again = contend("report", str(out), env={**os.environ, "COLUMNS": "200"})
+    again = contend("report", str(out))
     assert again.returncode == 0 and "contend" in again.stdout
 
 

@@ -1,8 +1,6 @@
 """Bad input gets exit 2 and one line naming file, field path and rule; never a traceback."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,13 +11,10 @@ from hypothesis import strategies as st
 from contend.planner import plan
 from contend.spec import KINDS, STANDARD, Spec, SpecError, load, parse
 
+from .conftest import contend
+
 ROOT = Path(__file__).resolve().parents[1]
-CONTEND = [sys.executable, "-m", "contend.cli"]
 GOOD = {"name": "t", "runtimes": ["runc"], "scenarios": ["harmony"], "resources": ["cpu"]}
-
-
-def contend(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CONTEND, *args], capture_output=True, text=True, cwd=cwd, timeout=60)
 
 
 @pytest.mark.parametrize("preset", sorted((ROOT / "presets").glob("*.yaml")), ids=lambda p: p.name)

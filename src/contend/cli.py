@@ -204,9 +204,7 @@ def _resumed(directory: Path, spec_path: Optional[Path], quick: bool, repetition
             fail(f"{spec_path}: not the study in {directory}: {change} (a resumed study must be the same; "
                  "start a new one with another --out)")
     from .study import study_for
-    if not study_for(spec, directory, console).fans_out:
-        fail(f"{directory}: kind {spec.kind} cannot be resumed (its repetitions depend on each other): "
-             "run it again")
+    _fanned_out(study_for(spec, directory, console), directory, "cannot be resumed")
     try:
         with Store(directory, read_only=True) as store:
             done = frozenset(t["trial_id"] for t in store.trials())
@@ -241,9 +239,11 @@ def _say_plan(spec, directory: Path, done: frozenset) -> None:
         study.preflight()
     except SpecError as e:
         fail(str(e))
-    n = len(study.trials()) if study.fans_out else None
-    todo = f"{n - len(done & {t for t, _ in study.trials()})} of {n} trials to run" if n is not None else \
-        "its trials adapt to what they measure"
+    if study.fans_out:
+        planned = {t for t, _ in study.trials()}
+        todo = f"{len(planned - done)} of {len(planned)} trials to run"
+    else:
+        todo = "its trials adapt to what they measure"
     console.print(f"{spec.name} (kind {spec.kind}): valid; {todo}; results would go to {directory} "
                   f"(dry run: nothing started)", highlight=False, soft_wrap=True)
 
@@ -313,11 +313,10 @@ def trial_run(spec_path: Path = typer.Option(..., "--spec", metavar="SPEC", help
     from .cluster.collect import write_trial_json
     spec = _load_spec(spec_path, quick, repetitions)
     need_root("contend trial run")
-    study = _fanned_out(spec, spec_path)
+    study = _fanned_out(_study(spec, out), spec_path)
     runtime = dict(study.trials()).get(trial_id)
     if runtime is None:
         fail(f"{spec_path}: no trial {trial_id!r} in this study (contend trial list {spec_path} lists them)")
-    study = _study(spec, out)
     study.only = trial_id
     _hold_host(out)
     _term_as_interrupt()
@@ -326,13 +325,10 @@ def trial_run(spec_path: Path = typer.Option(..., "--spec", metavar="SPEC", help
     raise typer.Exit(code)
 
 
-def _fanned_out(spec, spec_path: Path):
-    """The study, if its trials can run one by one on any host (exit 2 otherwise)."""
-    from .study import study_for
-    study = study_for(spec, Path("."), console)
+def _fanned_out(study, where: Path, doing: str = "does not run trial by trial"):
+    """The study, if its trials can run one by one, on any host or after an interruption (exit 2 otherwise)."""
     if not study.fans_out:
-        fail(f"{spec_path}: kind {spec.kind} runs as one study on one host (its trials depend on each other: "
-             "the repetitions adapt), not trial by trial")
+        fail(f"{where}: kind {study.spec.kind} {doing}: its trials depend on each other (the repetitions adapt)")
     return study
 
 
@@ -496,8 +492,9 @@ def cluster_render(spec_path: Path = typer.Argument(..., metavar="SPEC", help="E
     labelled node (one at a time per node, never beside another trial, the node reset first) and collects
     them into one results directory. Written to OUT and checked against the pinned schemas."""
     from .cluster.render import HANDLERS, study_manifests
+    from .study import study_for
     spec = _load_spec(spec_path, quick, repetitions)
-    study = _fanned_out(spec, spec_path)
+    study = _fanned_out(study_for(spec, out, console), spec_path)
     if not artifact_prefix.strip("/"):
         fail(f"--artifact-prefix {artifact_prefix!r}: must not be empty")
     opt = _options(image, namespace, node_label, parallelism=parallelism,
@@ -528,33 +525,23 @@ def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Dire
                                                         help="Only nodes with this label (default: every node).")):
     """A DaemonSet that runs `contend guard` on every node, its config in a ConfigMap, and a headless Service
     that names the metrics port (for a Prometheus ServiceMonitor). Checked against the pinned schemas."""
-    import yaml as _yaml
     from .cluster.render import GUARD_DEFAULT, METRICS_PORT, guard_manifests
     from .guard.config import load as load_guard
     from .spec import SpecError
-    doc, source = dict(GUARD_DEFAULT), "the default DaemonSet config"
-    if config is not None:
-        source = str(config)
-        try:
-            doc = _yaml.safe_load(config.read_text()) or {}
-        except (FileNotFoundError, IsADirectoryError):
-            fail(f"{config}: no such file")
-        except _yaml.YAMLError as e:
-            fail(f"{config}: not valid YAML: {getattr(e, 'problem', e)}")
-        if not isinstance(doc, dict):
-            fail(f"{config}: (top): must be a mapping of keys")
-        doc.setdefault("metrics", GUARD_DEFAULT["metrics"])
+    source = str(config) if config else "the default DaemonSet config"
     try:
-        cfg = load_guard(None, doc, source_flags=source)
+        cfg = load_guard(config, {}) if config else load_guard(None, GUARD_DEFAULT, source_flags=source)
     except SpecError as e:
         fail(str(e))
+    if "metrics" not in cfg.model_fields_set:  # the pod's address, not loopback: Prometheus scrapes it there
+        cfg = cfg.model_copy(update={"metrics": GUARD_DEFAULT["metrics"]})
     if not cfg.metrics.endswith(f":{METRICS_PORT}"):
         fail(f"{source}: metrics: the DaemonSet serves them on port {METRICS_PORT} (e.g. 0.0.0.0:{METRICS_PORT})")
     if any(t.target.startswith(("docker:", "podman:")) for t in cfg.targets):
         fail(f"{source}: targets: docker: and podman: name an engine's containers; on a Kubernetes node use "
              "cgroup:PATH or a cgroup glob")
     opt = _options(image, namespace, node_label)
-    _write_valid(out, guard_manifests(doc, opt))
+    _write_valid(out, guard_manifests(cfg.model_dump(mode="json"), opt))
     console.print(f"next: kubectl apply -f {out}; metrics on port {METRICS_PORT} of each pod "
                   f"(Service contend-guard-metrics, port name metrics)", highlight=False)
 

@@ -9,7 +9,6 @@ import fcntl
 import itertools
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -22,7 +21,7 @@ from .cgroups import detect
 from .doctor import ensure_capacity, facts
 from .faults import checkpoint
 from .load.fio import FioLoad
-from .paths import DATA, STATE
+from .paths import DATA, STATE, free_space
 from .planner import TrialPlan, plan, trial_seconds
 from .runner import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
 from .spec import Spec, SpecError, dump, size_bytes
@@ -67,7 +66,7 @@ class Study:
         """Refuse, with a SpecError (exit 2), a study this host cannot take; nothing is started yet."""
         if "disk" in getattr(self.spec, "resources", ()):
             need = len(TENANTS) * size_bytes(FioLoad.FILE_SIZE) * 3 // 2  # every tenant's fio file, and room
-            free = shutil.disk_usage(DATA if DATA.exists() else DATA.parent).free
+            free, _ = free_space(DATA)
             if free < need:
                 raise SpecError(f"{DATA}: disk trials write {len(TENANTS)} × {FioLoad.FILE_SIZE} there and "
                                 f"only {free / 2**20:.0f} MiB are free (at least {need / 2**20:.0f} MiB needed)")
@@ -136,13 +135,13 @@ class Study:
         commits each result to the store as it ends; failed ones are counted and said. An item whose run_one
         returns None was not needed and is not counted."""
         con = self.console
-        if self.only is not None:
-            keep = [i for i, item in enumerate(items) if self.ident(item) == self.only]
-            header = f"{header}; this run: trial {self.only} alone"
-            items, cost = [items[i] for i in keep], [cost[i] for i in keep]
-        if self.done:
-            keep = [i for i, item in enumerate(items) if self.ident(item) not in self.done]
-            header = f"{header}; resumed: {len(items) - len(keep)} finished trials kept, {len(keep)} to run"
+        if self.only is not None or self.done:
+            keep = [i for i, item in enumerate(items)
+                    if self.ident(item) not in self.done and self.only in (None, self.ident(item))]
+            if self.only is not None:
+                header = f"{header}; this run: trial {self.only} alone"
+            if self.done:
+                header = f"{header}; resumed: {len(self.done)} finished trials kept, {len(keep)} to run"
             items, cost = [items[i] for i in keep], [cost[i] for i in keep]
         self.total = len(items)
         done = list(itertools.accumulate(cost, initial=0.0))
@@ -281,18 +280,13 @@ def host_lock(directory: Path):
 
 def remove_stale(say: Callable[[str], None]) -> int:
     """What a killed study left (containers, cgroups, data directories, namespaces, links), removed before
-    a new one starts; the host lock says no study is running. A guard's caps and an engine's image are not a
-    study's: `contend clean` removes those."""
-    from .clean import find
-    stale = [x for x in find() if x.kind != "guard cap" and not x.kind.endswith(" image")]
-    if stale:
-        say(f"removing what an earlier contend study left on this host: {len(stale)} item(s) "
-            f"({', '.join(sorted({x.kind for x in stale}))})")
-    for x in stale:
-        if x.kind == "directory" and not Path(x.name).exists():
-            continue  # went with its container
-        try:
-            x.remove()
-        except OSError as e:
-            say(f"  could not remove {x}: {e}")
-    return len(stale)
+    a new one starts, as `contend clean` removes it; the host lock says no study is running. A guard's caps and
+    an engine's image are not a study's: `contend clean` removes those."""
+    from .clean import clean
+    lines: list[str] = []
+    n = clean(say=lines.append, only=lambda x: x.kind != "guard cap" and not x.kind.endswith(" image"))
+    if n:
+        say(f"removing what an earlier contend study left on this host ({n} item(s)):")
+        for line in lines:
+            say(f"  {line}")
+    return n

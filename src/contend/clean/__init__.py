@@ -96,14 +96,18 @@ def _links() -> list[Leftover]:
             for n in names]
 
 
-def clean(dry_run: bool = False, say: Callable[[str], None] = print) -> int:
-    """Remove (or with dry_run only list) every leftover; returns how many there were.
+def clean(dry_run: bool = False, say: Callable[[str], None] = print,
+          only: Callable[[Leftover], bool] = lambda item: True) -> int:
+    """Remove (or with dry_run only list) every leftover (those `only` picks); returns how many there were.
 
     Runs until a pass finds nothing: removing a container also removes its cgroups, so one pass's
     list can hold items already gone.
     """
     host = detect()
-    first = find(host)
+
+    def find_picked() -> list[Leftover]:
+        return [x for x in find(host) if only(x)]
+    first = find_picked()
     if dry_run:
         for item in first:
             say(f"would remove {item}")
@@ -118,7 +122,7 @@ def clean(dry_run: bool = False, say: Callable[[str], None] = print) -> int:
                 item.remove()
             except OSError as e:
                 say(f"  could not: {e}")
-        items = find(host)
+        items = find_picked()
         if not items:
             break
     for item in items:

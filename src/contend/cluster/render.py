@@ -32,6 +32,19 @@ HOST_PATHS = {"cgroup": ("/sys/fs/cgroup", "Directory"), "tracing": ("/sys/kerne
               "contend-home": ("/var/lib/contend", "DirectoryOrCreate"),
               "contend-state": ("/run/contend", "DirectoryOrCreate")}
 READ_ONLY = {"modules"}
+GUARD_HOST_PATHS = ("cgroup", "contend-home", "contend-state")  # the guard writes caps; it traces nothing
+
+
+def host_volumes(names) -> list[dict]:
+    return [{"name": v, "hostPath": {"path": HOST_PATHS[v][0], "type": HOST_PATHS[v][1]}} for v in names]
+
+
+def host_mounts(names) -> list[dict]:
+    """Each host path at the same path in the container (read-only where it only needs reading)."""
+    return [{"name": v, "mountPath": HOST_PATHS[v][0], **({"readOnly": True} if v in READ_ONLY else {})}
+            for v in names]
+
+
 RESET = "contend clean && sync && echo 3 > /proc/sys/vm/drop_caches"  # the node as a fresh trial wants it
 
 
@@ -99,15 +112,14 @@ def workflow(name: str, trials: list[tuple[str, str]], opt: Options, meta: dict)
     trial_key = f"{opt.artifact_prefix}/{{{{workflow.name}}}}/trials"
     mounts = [{"name": "spec", "mountPath": SPEC_MOUNT, "readOnly": True},
               {"name": "results", "mountPath": RESULTS}]
-    host_mounts = [{"name": v, "mountPath": HOST_PATHS[v][0], **({"readOnly": True} if v in READ_ONLY else {})}
-                   for v in HOST_PATHS]
+    node = host_mounts(HOST_PATHS)
     privileged = {"privileged": True}
     spec_file = f"{SPEC_MOUNT}/spec.yaml"
     wf_spec: dict = {
         "entrypoint": "study",
         "serviceAccountName": opt.service_account,
         "volumes": [{"name": "spec", "configMap": {"name": f"{name}-spec"}},
-                    *({"name": v, "hostPath": {"path": p, "type": t}} for v, (p, t) in HOST_PATHS.items())],
+                    *host_volumes(HOST_PATHS)],
         "templates": [
             {"name": "study", "steps": [
                 [{"name": "trial", "template": "trial", "continueOn": {"failed": True},
@@ -133,14 +145,14 @@ def workflow(name: str, trials: list[tuple[str, str]], opt: Options, meta: dict)
              "podSpecPatch": json.dumps({"hostPID": True}),
              "volumes": [{"name": "results", "emptyDir": {}}],
              "initContainers": [{"name": "reset", "image": opt.image, "command": ["sh", "-c", RESET],
-                                 "securityContext": privileged, "volumeMounts": host_mounts}],
+                                 "securityContext": privileged, "volumeMounts": node}],
              "container": {"name": "main", "image": opt.image,
                            "command": ["contend", "trial", "run", "--spec", spec_file,
                                        "--trial-id", "{{inputs.parameters.trial-id}}", "--out", f"{RESULTS}/trial"],
                            # trial.json names the node (a pod's hostname is the pod's name)
                            "env": [{"name": "CONTEND_NODE",
                                     "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
-                           "securityContext": privileged, "volumeMounts": [*mounts, *host_mounts]},
+                           "securityContext": privileged, "volumeMounts": [*mounts, *node]},
              "outputs": {"artifacts": [{"name": "trial", "path": f"{RESULTS}/trial",
                                         "s3": {"key": f"{trial_key}/{{{{inputs.parameters.trial-id}}}}.tgz"}}]}},
             {"name": "collect",
@@ -164,13 +176,8 @@ def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
     ConfigMap, and a Service that names the metrics port (what a ServiceMonitor selects)."""
     labels = {"app.kubernetes.io/name": "contend-guard", "app.kubernetes.io/version": __version__}
     ns = opt.namespace
-    mounts = [{"name": "config", "mountPath": SPEC_MOUNT, "readOnly": True},
-              {"name": "cgroup", "mountPath": "/sys/fs/cgroup"},
-              {"name": "contend-home", "mountPath": "/var/lib/contend"},
-              {"name": "contend-state", "mountPath": "/run/contend"}]
-    volumes = [{"name": "config", "configMap": {"name": "contend-guard"}},
-               *({"name": v, "hostPath": {"path": HOST_PATHS[v][0], "type": HOST_PATHS[v][1]}}
-                 for v in ("cgroup", "contend-home", "contend-state"))]
+    mounts = [{"name": "config", "mountPath": SPEC_MOUNT, "readOnly": True}, *host_mounts(GUARD_HOST_PATHS)]
+    volumes = [{"name": "config", "configMap": {"name": "contend-guard"}}, *host_volumes(GUARD_HOST_PATHS)]
     pod: dict = {
         # the guard removes every cap on SIGTERM; the grace period gives it time to
         "terminationGracePeriodSeconds": 30,

@@ -16,6 +16,8 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
+from ..spec import yaml_problem
+
 KUBERNETES = "1.28.0"
 ARGO = "v3.5.0"
 ARGO_SCHEMA = f"argo-workflows-{ARGO}.json.gz"
@@ -63,7 +65,7 @@ def validate_file(path: Path) -> list[str]:
     try:
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
     except yaml.YAMLError as e:
-        return [f"{path}: not valid YAML: {getattr(e, 'problem', e)}"]
+        return [f"{path}: {yaml_problem(e)}"]
     out = []
     for i, doc in enumerate(docs, 1):
         why = problem(doc)

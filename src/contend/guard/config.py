@@ -10,7 +10,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from ..spec import GuardSettings, SpecError, Strict, format_error
+from ..spec import GuardSettings, SpecError, Strict, format_error, yaml_problem
 from .targets import check_selector
 
 UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30}
@@ -74,7 +74,7 @@ def load(path: Path | None, overrides: dict, source_flags: str = "command line")
         except FileNotFoundError:
             raise SpecError(f"{path}: no such file") from None
         except yaml.YAMLError as e:
-            raise SpecError(f"{path}: not valid YAML: {getattr(e, 'problem', e)}") from None
+            raise SpecError(f"{path}: {yaml_problem(e)}") from None
         if not isinstance(doc, dict):
             raise SpecError(f"{path}: (top): must be a mapping of keys")
     for k, v in overrides.items():

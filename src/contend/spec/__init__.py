@@ -26,10 +26,22 @@ class Strict(BaseModel):
 
 
 class StudyKind(Strict):
-    """What every kind of study's spec has."""
+    """What every kind of study's spec has and does."""
     # a trial that fails (a runtime error, a load generator that dies, a probe that cannot attach, an OOM kill)
     # is run again up to this many times before it is recorded as failed
     retries: int = Field(default=1, ge=0, le=10)
+
+    def quick_with(self, **update):
+        """The --quick variant: `update` (the kind's quick section) replaces the study's, the name says so."""
+        return self.model_copy(update={**update, "name": self.name + "-quick"})
+
+    def repeated(self, n: int):
+        """--repetitions N (a kind whose repetitions mean something else overrides this)."""
+        return self.model_copy(update={"repetitions": n})
+
+    def resolved(self) -> dict:
+        """Every value the spec resolved to: what a results directory keeps."""
+        return self.model_dump(mode="json", by_alias=True)
 
 
 def unique(items: list, names: list[str], what: str) -> list:
@@ -164,18 +176,8 @@ class Spec(StudyKind):
     def quickened(self) -> "Spec":
         """The --quick variant: the quick section's repetitions, trial and capacity replace the study's."""
         q = self.quick
-        update = {"repetitions": q.repetitions, "trial": q.trial, "name": self.name + "-quick"}
-        if q.capacity is not None:
-            update["capacity"] = q.capacity
-        return self.model_copy(update=update)
-
-    def repeated(self, n: int) -> "Spec":
-        """--repetitions N."""
-        return self.model_copy(update={"repetitions": n})
-
-    def resolved(self) -> dict:
-        """The spec with standard scenarios written out: what a results directory keeps."""
-        return self.model_dump(mode="json")
+        return self.quick_with(repetitions=q.repetitions, trial=q.trial,
+                               **({"capacity": q.capacity} if q.capacity is not None else {}))
 
 
 class GuardSettings(Strict):
@@ -233,14 +235,7 @@ class GuardStudy(StudyKind):
         f = self.quick.time_scale
         wl = [w.model_copy(update={"burst_at_s": w.burst_at_s * f, "burst_volume_s": w.burst_volume_s * f,
                                    "tail_s": w.tail_s * f}) for w in self.workloads]
-        return self.model_copy(update={"repetitions": self.quick.repetitions, "workloads": wl,
-                                       "name": self.name + "-quick"})
-
-    def repeated(self, n: int) -> "GuardStudy":
-        return self.model_copy(update={"repetitions": n})
-
-    def resolved(self) -> dict:
-        return self.model_dump(mode="json")
+        return self.quick_with(repetitions=self.quick.repetitions, workloads=wl)
 
 
 class LinpackSizes(Strict):
@@ -362,16 +357,13 @@ class ParallelStudy(StudyKind):
 
     def quickened(self) -> "ParallelStudy":
         q = self.quick
-        return self.model_copy(update={"counts": check_counts(q.counts), "sizes": q.sizes, "name": self.name + "-quick",
-                                       "containers_per_process": q.containers_per_process,
-                                       "runs_per_container": q.runs_per_container})
+        return self.quick_with(counts=check_counts(q.counts), sizes=q.sizes,
+                               containers_per_process=q.containers_per_process, runs_per_container=q.runs_per_container)
 
     def repeated(self, n: int) -> "ParallelStudy":
         """--repetitions N: the runs per container (CoPTS's z)."""
         return self.model_copy(update={"runs_per_container": n})
 
-    def resolved(self) -> dict:
-        return self.model_dump(mode="json", by_alias=True)
 
 
 RULES = {
@@ -423,14 +415,18 @@ KINDS = {"guard": GuardStudy, "parallel": ParallelStudy, "diskfill": DiskFillStu
 AnySpec = Spec | GuardStudy | ParallelStudy | DiskFillStudy | OltpStudy
 
 
+def yaml_problem(e: yaml.YAMLError) -> str:
+    """A YAML error in one line: 'line N: not valid YAML: what' (PyYAML's own text spans several)."""
+    mark = getattr(e, "problem_mark", None)
+    what = getattr(e, "problem", None) or getattr(e, "reason", None) or str(e).splitlines()[0]
+    return f"{f'line {mark.line + 1}: ' if mark else ''}not valid YAML: {' '.join(str(what).split())}"
+
+
 def parse(text: str, source: str = "spec") -> AnySpec:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}:" if mark else ""
-        what = getattr(e, "problem", None) or getattr(e, "reason", None) or str(e).splitlines()[0]
-        raise SpecError(f"{source}:{where} not valid YAML: {' '.join(str(what).split())}") from None
+        raise SpecError(f"{source}: {yaml_problem(e)}") from None
     if not isinstance(doc, dict):
         raise SpecError(f"{source}: (top): must be a mapping of keys, got {type(doc).__name__}")
     kind = doc.get("kind")

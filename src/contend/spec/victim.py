@@ -67,19 +67,12 @@ class DiskFillStudy(StudyKind):
 
     def quickened(self) -> "DiskFillStudy":
         q = self.quick
-        return self.model_copy(update={"repetitions": q.repetitions, "files": q.files, "victim": q.victim,
-                                       "name": self.name + "-quick"})
-
-    def repeated(self, n: int) -> "DiskFillStudy":
-        return self.model_copy(update={"repetitions": n})
+        return self.quick_with(repetitions=q.repetitions, files=q.files, victim=q.victim)
 
     def margin_bytes(self, fs_bytes: int) -> int:
         """The free space an attack must leave on the experiment device."""
         m = self.free_margin
         return int(float(m[:-1]) / 100 * fs_bytes) if m.endswith("%") else size_bytes(m)
-
-    def resolved(self) -> dict:
-        return self.model_dump(mode="json", by_alias=True)
 
 
 DATABASES = ("postgresql", "mariadb")
@@ -146,12 +139,8 @@ class OltpStudy(StudyKind):
 
     def quickened(self) -> "OltpStudy":
         q = self.quick
-        return self.model_copy(update={"repetitions": q.repetitions, "load": q.load, "scale": q.scale,
-                                       "name": self.name + "-quick"})
+        return self.quick_with(repetitions=q.repetitions, load=q.load, scale=q.scale)
 
     def repeated(self, n: int) -> "OltpStudy":
         """--repetitions N: exactly N (the interval rule off)."""
         return self.model_copy(update={"repetitions": self.repetitions.model_copy(update={"min": n, "max": n})})
-
-    def resolved(self) -> dict:
-        return self.model_dump(mode="json")

@@ -9,7 +9,6 @@ counters, so the table can say how much of the disk's writing any tenant's cgrou
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from string import ascii_lowercase
@@ -20,7 +19,7 @@ from ..doctor.calibrate import device_of
 from ..doctor.facts import meminfo
 from ..load.fio import iops_log, victim_argv, victim_figures, victim_prepare
 from ..metrics import StepWindow
-from ..paths import DATA
+from ..paths import DATA, free_space
 from ..runner import TrialResult, reset_host
 from ..runtimes import RuntimeError_
 from ..spec import SpecError, size_bytes
@@ -64,11 +63,9 @@ class DiskFill(Study):
 
     def space(self) -> str:
         """The disk-safety rule: why the largest attack (its files and D's) must not start now ("" = it may)."""
-        DATA.mkdir(parents=True, exist_ok=True)
-        st = os.statvfs(DATA)
+        free, total = free_space(DATA)
         need = max(self.sizes().values()) * self.spec.attackers + 2 * size_bytes(self.spec.victim.file)
-        return space_problem(st.f_bavail * st.f_frsize, need, self.spec.margin_bytes(st.f_blocks * st.f_frsize),
-                             str(DATA))
+        return space_problem(free, need, self.spec.margin_bytes(total), str(DATA))
 
     def preflight(self) -> None:
         if self.space():
