@@ -30,9 +30,13 @@ MiB = 1 << 20
 # ---------------------------------------------------------------- pure: what each generator is asked to do
 def test_generators_turn_a_level_into_their_own_units():
     assert CpuStress(2).workers(0.75) == (2, 75)  # 1.5 CPUs: two workers, each busy 75 %
-    m = MemoryAllocator(1 << 30, headroom=0.05)
-    assert m.target(0.5) == int(0.5 * (1 << 30) * 0.95)
-    assert m.argv(0.5, 3, "/data/r")[-3:] == [str(m.target(0.5)), "3", "/data/r"]
+    m = MemoryAllocator(1 << 30, headroom=0.05, limits={"abiding": 0.5, "disruptive": 0.5})
+    assert m.target(0.5, "abiding") == int(0.5 * (1 << 30) * 0.95)  # at its limit: the headroom
+    assert m.target(0.25, "disruptive") == int(0.25 * (1 << 30))  # below it: the level as it is
+    assert m.target(0.49, "disruptive") == int(0.475 * (1 << 30))  # near it: never past the headroom
+    assert m.target(0.75, "disruptive") == int(0.75 * (1 << 30))  # escape: crosses the limit on purpose
+    assert m.target(0.5) == 1 << 29  # a tenant without a limit
+    assert m.argv(0.5, 3, "/data/r", "abiding")[-3:] == [str(m.target(0.5, "abiding")), "3", "/data/r"]
     fio = FioLoad(40_000)
     argv = fio.argv(0.25, 2.5, "/data/r")
     assert "--rate_iops=10000" in argv and "--direct=1" in argv and "--runtime=2500ms" in argv
@@ -139,6 +143,44 @@ def test_an_iops_limit_caps_fio(tenant):
     assert rt.run(c, gen.prepare(), timeout=120).returncode == 0
     guest = run_step(rt, c, gen, data, 0.1, 2)  # asks 2,000, allowed 500
     assert guest["iops"] == pytest.approx(500, rel=0.15)
+
+
+def test_a_disk_limit_is_iops_at_4k_and_bytes_at_larger_blocks():
+    from contend.runner import limits_for
+    cap = {"disk_device": "254:0", "disk_write_iops": 1000.0}
+    assert limits_for("disk", 0.5, {**cap, "disk_block": "4K"}).io[0].wiops == 500
+    (lim,) = limits_for("disk", 0.5, {**cap, "disk_block": "1M"}).io
+    assert lim.wiops is None and lim.wbps == 500 * 2**20
+
+
+def test_the_disk_unit_is_the_calibration_at_the_spec_block_size():
+    from contend.doctor.calibrate import write_iops_key
+    from contend.runner import generator_for, trial_capacity
+    from contend.spec import parse
+    spec = parse("name: d\nruntimes: [runc]\nscenarios: [harmony]\nresources: [disk]\n"
+                 "capacity: {disk_block: 1M}\n", "s.yaml")
+    assert write_iops_key("4K") == "disk_write_iops" and write_iops_key("1m") == "disk_write_iops_1M"
+    cap = trial_capacity({"cpus": 2, "disk_write_iops": 90_000.0, "disk_write_iops_1M": 5_000.0}, spec)
+    assert cap["disk_write_iops"] == 5_000.0 and cap["disk_block"] == "1M"
+    assert generator_for("disk", cap).block == "1M"
+
+
+@needs_root
+def test_a_1m_disk_limit_caps_fio_by_its_bytes(tenant):
+    """A large direct write may be split into several bios, which an IOPS throttle would count: the limit
+    of a 1M load is bytes, and it holds in fio's own figures."""
+    require("fio")
+    from contend.doctor.calibrate import device_of
+    from contend.runner import generator_for, limits_for
+    rt, make, data = tenant
+    cap = {"disk_device": device_of(data), "disk_write_iops": 400.0, "disk_block": "1M"}
+    c = make(limits_for("disk", 0.25, cap))  # 100 × 1 MiB/s
+    gen = generator_for("disk", cap)
+    gen.size = "128M"
+    assert gen.block == "1M"
+    assert rt.run(c, gen.prepare(), timeout=120).returncode == 0
+    guest = run_step(rt, c, gen, data, 0.5, 3)  # asks 200/s
+    assert guest["iops"] == pytest.approx(100, rel=0.15)
 
 
 # ---------------------------------------------------------------- the link

@@ -165,3 +165,26 @@ def test_curves_see_a_known_degradation():
     assert np.allclose(c.w_a, 0.5 - 0.5 * c.w_d_ideal)
     m = trial_metrics(c, l_d=0.5)
     assert m["I_plr"] == pytest.approx(0.5)  # 0.25 / 0.5
+
+
+def test_disk_curves_count_bytes_at_the_spec_block_size():
+    """Host and eBPF see bytes (a 1M write may reach the disk as two bios, or merged into one request); the
+    load's own IOPS are in the same unit: calibrated random-write IOPS at the study's block size."""
+    steps = [StepWindow(0, "baseline", 0.0, 2.0, {"abiding": 0.5, "disruptive": 0.0}),
+             StepWindow(1, "ramp", 2.0, 4.0, {"abiding": 0.5, "disruptive": 0.5})]
+    cap = {"disk_write_iops": 4000.0, "disk_block": "1M"}
+    rows = []
+    for ti in np.arange(0.05, 4, 0.1):
+        wd = 0.0 if ti < 2 else 0.5
+        for tenant, level in (("abiding", 0.5), ("disruptive", wd)):
+            rows += [(ti, tenant, "cgroup", "io_wbytes_s", level * 4000 * 2**20),
+                     (ti, tenant, "cgroup", "io_wios_s", level * 4000 * 1.3),  # split bios: not the unit
+                     (ti, tenant, "ebpf", "blk_bytes_s", level * 4000 * 2**20)]
+        rows += [(ti, "abiding", "load", "iops", 2000.0), (ti, "disruptive", "load", "iops", wd * 4000)]
+    cols = list(zip(*rows))
+    samples = Samples(np.array(cols[0], float), np.array(cols[1]), np.array(cols[2]), np.array(cols[3]),
+                      np.array(cols[4], float))
+    by_view = {c.view: c for c in curves("disk", samples, steps, cap, trim=0.25)}
+    assert set(by_view) == {"host", "ebpf", "guest"}
+    for c in by_view.values():
+        assert np.allclose(c.w_a, 0.5) and np.allclose(c.w_d, [0.0, 0.5]), c.view

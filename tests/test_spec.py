@@ -40,6 +40,9 @@ def test_presets_validate(preset):
      "spec.yaml: scenarios[0].l_d: must be <= 1"),
     ({"capacity": {"memory_bytes": 1000}}, "spec.yaml: capacity.memory_bytes: must be >= 67108864"),
     ({"quick": {"trial": {"steps": 0}}}, "spec.yaml: quick.trial.steps: must be > 0"),
+    ({"capacity": {"disk_block": "6K"}}, "spec.yaml: capacity.disk_block: must be a multiple of 4K from 4K to 4M"),
+    ({"capacity": {"disk_block": "8M"}}, "spec.yaml: capacity.disk_block: must be a multiple of 4K from 4K to 4M"),
+    ({"capacity": {"disk_block": "1MB"}}, "spec.yaml: capacity.disk_block: must match"),
 ])
 def test_malformed_spec_is_one_clear_line_and_exit_2(tmp_path, change, expected):
     doc = {**GOOD, **change}

@@ -110,9 +110,11 @@ def _print_facts(f: dict) -> None:
     if cap:
         parts = [f"{cap.get('cpus')} CPUs × {cap.get('cpu_bogo_ops_s_per_cpu', 0):.0f} bogo ops/s"]
         if "disk_read_iops" in cap:
-            parts.append(f"disk {cap['disk_device']}: {cap['disk_read_iops']:.0f} 4k read IOPS, "
-                         f"{cap.get('disk_write_iops', 0):.0f} 4k write IOPS, "
-                         f"{cap['disk_write_bw_bytes_s'] / 1e6:.0f} MB/s write")
+            writes = [f"{v:.0f} {k.removeprefix('disk_write_iops_')} write IOPS" for k, v in cap.items()
+                      if k.startswith("disk_write_iops_")]
+            parts.append(f"disk {cap['disk_device']}: {cap['disk_read_iops']:.0f} 4K read IOPS, "
+                         f"{cap.get('disk_write_iops', 0):.0f} 4K write IOPS, " + "".join(w + ", " for w in writes)
+                         + f"{cap['disk_write_bw_bytes_s'] / 1e6:.0f} MB/s write")
         if "memory_bytes" in cap:
             parts.append(f"memory {cap['memory_bytes'] / 2**30:.1f} GiB")
         console.print(f"[bold]capacity[/bold] (calibrated {cap.get('calibrated_at', '?')}): " + "; ".join(parts))

@@ -102,8 +102,8 @@ class Study:
         spec, con = self.spec, self.console
         trials = self.plan()
         per_trial = trial_seconds(spec) + SETUP_S
-        capacity = trial_capacity(ensure_capacity(spec.resources, say=lambda s: con.print(s, highlight=False)),
-                                  spec)
+        capacity = trial_capacity(ensure_capacity(spec.resources, say=lambda s: con.print(s, highlight=False),
+                                                  disk_block=spec.capacity.disk_block), spec)
         runnable = {r["name"]: r for r in host_facts["runtimes"]}
         host = detect()
 

@@ -136,6 +136,14 @@ class V1Cgroup(Cgroup):
             pids.update(read_procs(d))
         return sorted(pids)
 
+    def members(self) -> list[int]:
+        """A container's processes are in each of its hierarchies: read one, the pids controller's, whose
+        directories hold the fewest files to walk."""
+        for controller in ("pids", "memory"):
+            if controller in self.h:
+                return sorted(set(read_procs(self._dir(controller))))
+        return self.procs()
+
     def add_pid(self, pid: int) -> None:
         for d in self.dirs():
             if d.is_dir():

@@ -1,4 +1,4 @@
-"""fio as a rate-controlled disk load: random 4k writes, direct I/O, `rate_iops` = level × capacity.
+"""fio as a rate-controlled disk load: random writes (4K unless the spec says), direct I/O, `rate_iops` = level × capacity.
 
 Random writes, as Volpert et al. (their disk was rated by its random-write IOPS); direct I/O, so the
 page cache neither absorbs the load nor hides it from a v1 blkio throttle. Each tenant writes its own
@@ -17,7 +17,7 @@ class FioLoad(LoadGenerator):
     resource = "disk"
     FILE_SIZE = "256M"  # each tenant's file on the experiment device
 
-    def __init__(self, capacity_iops: float, size: str = FILE_SIZE, block: str = "4k", iodepth: int = 32):
+    def __init__(self, capacity_iops: float, size: str = FILE_SIZE, block: str = "4K", iodepth: int = 32):
         self.capacity_iops = capacity_iops
         self.size = size
         self.block = block

@@ -1,4 +1,7 @@
-"""A resident-set allocator: reaches a target RSS, holds it, reports the RSS it had (the guest view).
+"""A resident-set allocator: reaches a target anonymous RSS, holds it, reports the RSS it had (the guest view).
+
+Anonymous memory is what the tenant's cgroup is charged for; the interpreter's mapped libraries are the
+host's page cache, charged to whoever read them first, so they do not count towards the target.
 
 stress-ng's vm stressor keeps rewriting its pages (it loads memory bandwidth and CPU as much as RSS);
 the scenarios here are about how much memory a tenant can hold, so this one touches each page once and
@@ -15,12 +18,13 @@ import json, mmap, sys, time
 target, seconds, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 end = time.monotonic() + seconds
 page = mmap.PAGESIZE
-def rss():
+def rss():  # anonymous resident memory: resident less file-backed and shmem pages (shared with the host)
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * page
+        v = f.read().split()
+    return (int(v[1]) - int(v[2])) * page
 held, chunk = [], 16 << 20
 while time.monotonic() < end:
-    n = min(chunk, target - rss())  # the interpreter's own pages count towards the target too
+    n = min(chunk, target - rss())  # the interpreter's own heap counts towards the target too
     if n < page:
         break
     m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -37,21 +41,27 @@ with open(out, "w") as f:
 
 
 class MemoryAllocator(LoadGenerator):
-    """`level` × capacity of resident memory, less a headroom: a tenant that holds exactly its memory limit
-    is at the OOM edge, since its page tables and its runtime's own memory are charged to the same cgroup.
-    So "100 % of the limit" is (1 − headroom) of it; above 100 % (escape) the limit is really crossed."""
+    """`level` × capacity of resident memory. At a tenant's own limit it holds a headroom less: a tenant
+    that holds exactly its memory limit is at the OOM edge, since its page tables and its runtime's own
+    memory are charged to the same cgroup. So "100 % of the limit" is (1 − headroom) of it; below the limit
+    the level is held as it is, and above it (escape) the limit is really crossed. `limits`: each tenant's
+    limit as a fraction of capacity (a tenant without one gets no headroom)."""
 
     resource = "memory"
 
-    def __init__(self, capacity_bytes: int, headroom: float = 0.05):
+    def __init__(self, capacity_bytes: int, headroom: float = 0.05, limits: dict[str, float] | None = None):
         self.capacity_bytes = capacity_bytes
         self.headroom = headroom
+        self.limits = limits or {}
 
-    def target(self, level: float) -> int:
-        return int(level * self.capacity_bytes * (1 - self.headroom))
+    def target(self, level: float, tenant: str = "") -> int:
+        limit = self.limits.get(tenant)
+        if limit is None or level > limit:
+            return int(level * self.capacity_bytes)
+        return int(min(level, limit * (1 - self.headroom)) * self.capacity_bytes)
 
     def argv(self, level: float, seconds: float, out: str, tenant: str = "") -> list[str]:
-        return ["python3", "-c", ALLOCATOR, str(self.target(level)), f"{seconds:g}", out]
+        return ["python3", "-c", ALLOCATOR, str(self.target(level, tenant)), f"{seconds:g}", out]
 
     def guest(self, report: Path) -> dict[str, float]:
         doc = read_json(report)

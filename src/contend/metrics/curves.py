@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..spec import size_bytes
+
 # (view, sample source, quantity, capacity key that converts it to a fraction of capacity)
 VIEWS = {
     "cpu": (("host", "cgroup", "cpu", "cpus"),
@@ -18,8 +20,10 @@ VIEWS = {
     "memory": (("host", "cgroup", "mem_bytes", "memory_pool_bytes"),
                ("ebpf", "ebpf", "rss_bytes", "memory_pool_bytes"),
                ("guest", "load", "rss_bytes", "memory_pool_bytes")),
-    "disk": (("host", "cgroup", "io_wios_s", "disk_write_iops"),
-             ("ebpf", "ebpf", "blk_ios_s", "disk_write_iops"),
+    # the host sees bytes, not the load's I/Os: a large direct write can reach the disk as several bios
+    # (a virtio disk's segment limit splits it) or be merged with another into one request
+    "disk": (("host", "cgroup", "io_wbytes_s", "disk_write_bytes_s"),
+             ("ebpf", "ebpf", "blk_bytes_s", "disk_write_bytes_s"),
              ("guest", "load", "iops", "disk_write_iops")),
     "network": (("host", "cgroup", "net_bytes_s", "network_bytes_s"),
                 ("ebpf", "ebpf", "net_bytes_s", "network_bytes_s"),
@@ -70,7 +74,8 @@ def capacity_of(resource: str, capacity: dict) -> dict[str, float]:
     if resource == "memory":
         return {"memory_pool_bytes": float(capacity.get("memory_pool_bytes", 0.0))}
     if resource == "disk":
-        return {"disk_write_iops": float(capacity.get("disk_write_iops", 0.0))}
+        iops = float(capacity.get("disk_write_iops", 0.0))
+        return {"disk_write_iops": iops, "disk_write_bytes_s": iops * size_bytes(capacity.get("disk_block", "4K"))}
     if resource == "network":
         bps = float(capacity.get("network_bps", 0.0))
         return {"network_bps": bps, "network_bytes_s": bps / 8}

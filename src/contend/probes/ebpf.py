@@ -39,15 +39,19 @@ CATALOGUE = (
     Probe("cpu", "sched:sched_switch", {"cpu_ns": "cpu"}, {"cpu_ns": 1e-9},
           "tracepoint:sched:sched_switch, profile:hz:100 { $n = nsecs;"
           " if (@last[cpu]) { @cpu_ns[cgroup] = sum($n - @last[cpu]); } @last[cpu] = $n; }"),
-    # block I/O issued by the container's own tasks (writeback by kernel threads is not theirs)
+    # block I/O issued by the container's own tasks (writeback by kernel threads is not theirs): requests
+    # as they start, and the bytes of bios the block layer merged into a request already started
     Probe("block", "block:block_io_start", {"blk_bytes": "blk_bytes_s", "blk_ios": "blk_ios_s"},
           {"blk_bytes": 1.0, "blk_ios": 1.0},
-          "tracepoint:block:block_io_start { @blk_bytes[cgroup] = sum(args->bytes); @blk_ios[cgroup] = count(); }"),
-    # resident memory (file + anon + shmem pages; not swap entries) per process of a tenant, as its own
-    # tasks change it; the kernel's last updates at exit come from a context that is no longer the
-    # process's, so user space drops the entries of processes that are gone (key: cgroup, pid, member)
+          "tracepoint:block:block_io_start { @blk_bytes[cgroup] = sum(args->bytes); @blk_ios[cgroup] = count(); }"
+          " tracepoint:block:block_bio_backmerge, tracepoint:block:block_bio_frontmerge"
+          " { @blk_bytes[cgroup] = sum(args->nr_sector * 512); }"),
+    # resident anonymous and shmem memory per process of a tenant (not mapped files: those pages are the
+    # host's page cache, charged to whoever read them first; not swap entries), as its own tasks change
+    # it; the kernel's last updates at exit come from a context that is no longer the process's, so user
+    # space drops the entries of processes that are gone (key: cgroup, pid, member)
     Probe("memory", "kmem:rss_stat", {"rss": "rss_bytes"}, {"rss": 1.0},
-          "tracepoint:kmem:rss_stat /args->curr && args->member != 2 && ({tenants})/"
+          "tracepoint:kmem:rss_stat /args->curr && (args->member == 1 || args->member == 3) && ({tenants})/"
           " { @rss[cgroup, pid, args->member] = args->size; }", level=True),
     # bytes a tenant sent, as its veth's host side receives them (Volpert used XDP there; bpftrace cannot
     # attach XDP or tc programs, the receive tracepoint sees the same packets)

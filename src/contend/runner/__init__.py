@@ -16,6 +16,7 @@ from typing import Callable
 
 from .. import runtimes
 from ..cgroups import CgroupHost, IoLimit, Limits, detect
+from ..doctor.calibrate import write_iops_key
 from ..load import (CpuStress, FioLoad, IperfLoad, LoadGenerator, MemoryAllocator, RampController, Step,
                     plan_steps)
 from ..network import SINK_IP, Link, NetworkError
@@ -26,7 +27,7 @@ from ..planner import TrialPlan
 from ..probes import BpftraceProbes, CgroupSampler, Sample, Target
 from ..probes.sampler import oom_events
 from ..runtimes import ContainerSpec, RuntimeError_, signals_deferred
-from ..spec import Spec
+from ..spec import Spec, size_bytes
 from ..faults import checkpoint
 from ..store import TrialRecord
 
@@ -45,8 +46,14 @@ class TrialResult:
 
 
 def trial_capacity(calibrated: dict, spec: Spec) -> dict:
-    """What 100 % of each resource is in this study: the host's calibration and the spec's choices."""
-    return {**calibrated, "memory_pool_bytes": spec.capacity.memory_bytes, "network_bps": spec.capacity.network_bps}
+    """What 100 % of each resource is in this study: the host's calibration and the spec's choices. The
+    disk's unit is the random-write IOPS at the spec's block size (recorded with it as disk_block)."""
+    cap = {**calibrated, "memory_pool_bytes": spec.capacity.memory_bytes, "network_bps": spec.capacity.network_bps,
+           "disk_block": spec.capacity.disk_block}
+    key = write_iops_key(spec.capacity.disk_block)
+    if key in calibrated:
+        cap["disk_write_iops"] = calibrated[key]
+    return cap
 
 
 def limits_for(resource: str, fraction: float, capacity: dict) -> Limits:
@@ -57,19 +64,26 @@ def limits_for(resource: str, fraction: float, capacity: dict) -> Limits:
     if resource == "memory":
         return Limits(memory=int(fraction * capacity["memory_pool_bytes"]))
     if resource == "disk":
-        return Limits(io=(IoLimit(capacity["disk_device"], wiops=max(1, round(fraction * capacity["disk_write_iops"]))),))
+        iops = fraction * capacity["disk_write_iops"]
+        block = size_bytes(capacity.get("disk_block", "4K"))
+        if block == 4096:  # the paper's: an IOPS limit
+            return Limits(io=(IoLimit(capacity["disk_device"], wiops=max(1, round(iops))),))
+        # larger writes may be split into several bios, and a throttle counts bios: limit their bytes
+        return Limits(io=(IoLimit(capacity["disk_device"], wbps=max(4096, round(iops * block))),))
     if resource == "network":
         return Limits()
     raise ValueError(f"resource {resource!r} not supported")
 
 
-def generator_for(resource: str, capacity: dict, link: Link | None = None) -> LoadGenerator:
+def generator_for(resource: str, capacity: dict, link: Link | None = None,
+                  limits: dict[str, float] | None = None) -> LoadGenerator:
+    """The load of a resource; `limits` (tenant -> limit as a fraction of capacity) for memory's headroom."""
     if resource == "cpu":
         return CpuStress(int(capacity["cpus"]))
     if resource == "memory":
-        return MemoryAllocator(int(capacity["memory_pool_bytes"]))
+        return MemoryAllocator(int(capacity["memory_pool_bytes"]), limits=limits)
     if resource == "disk":
-        return FioLoad(capacity["disk_write_iops"])
+        return FioLoad(capacity["disk_write_iops"], block=capacity.get("disk_block", "4K"))
     if resource == "network" and link is not None:
         return IperfLoad(capacity["network_bps"], SINK_IP, {t: p.server_port for t, p in link.ports.items()})
     raise ValueError(f"resource {resource!r} not supported")
@@ -135,7 +149,8 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
                                "missing": [why for p in probes for why in p.problems]}
         plan = plan_steps(sc.abiding_level, sc.disruptive_level, spec.trial.baseline_s, spec.trial.steps,
                           spec.trial.step_s)
-        ctl = RampController(rt, containers, data_dirs, generator_for(tp.resource, capacity, link), clock0)
+        ctl = RampController(rt, containers, data_dirs, generator_for(tp.resource, capacity, link, fractions),
+                             clock0)
         records = ctl.run(plan, on_step)
         for p in probes:
             p.stop()

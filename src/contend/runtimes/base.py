@@ -178,8 +178,8 @@ class Runtime(ABC):
             return  # v2: the container cgroup is its own tracking cgroup
         if not t.dir.exists():
             t.create()
-        inside = set(t.procs())
-        for pid in c.cgroup.procs():
+        inside = set(t.members())
+        for pid in c.cgroup.members():
             if pid not in inside:
                 try:
                     t.add_pid(pid)
