@@ -148,4 +148,15 @@ def test_contend_holds_three_periods_after_a_decrease():
         d = ContendPolicy().decide(inp)
         state = d.state
         estimates.append(d.capacity)
-    assert estimates == pytest.approx([900, 900, 900, 900, 810])
+    # 0.9 × what the disk delivered (100 + 800), held three periods, then 0.9 × the estimate (lower)
+    assert estimates == pytest.approx([810, 810, 810, 810, 729])
+
+
+def test_contend_finds_a_disk_slower_than_calibrated_in_one_decrease():
+    """Told C, the disk delivers 0.6 C from the start: the first decrease lands below what it delivered,
+    not at 0.9 C (which would take five decreases and five holds to get there)."""
+    trace = run(ContendPolicy(), workload1(), 60, capacity=lambda k: 0.6 * C)
+    first = next(k for k, (_, _, d) in enumerate(trace) if d.capacity < C)
+    assert trace[first][2].capacity <= 0.9 * 0.6 * C + 1
+    victim = [g["victim"] for g, _, _ in trace[first + 3:]]
+    assert min(victim) >= 199  # protected from the period the new caps applied

@@ -138,7 +138,9 @@ class ContendPolicy(Policy):
     - capacity estimate (probed, Aridac's future work): when a target not at its cap falls below its
       lifeline while the disk is saturated (somebody at its cap, the device latency well above its floor,
       or everybody below their lifelines at once), the disk delivers less than the caps promise: the
-      estimate drops by `backoff` (AIMD, not below `lowest`), then holds three periods while the victim recovers. While nobody
+      estimate drops to `backoff` × what the disk delivered to all of them in the last two periods (or ×
+      the estimate, if that is lower; not below `lowest`), then holds three periods while the victim
+      recovers. While nobody
       is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
       hurt last time. A disk that slows down (Aridac Fig. 8) lowers the estimate instead of squeezing the
       victim.
@@ -181,9 +183,12 @@ class ContendPolicy(Policy):
         slow = self.latency_factor > 0 and len(lat) > 3 and lat[-1] > self.latency_factor * float(np.min(lat))
         saturated = bool(wanting) or slow or len(preempted) >= 2
         if saturated and preempted and not hold:
-            # multiplicative decrease of what is handed out, then three periods for the victim to recover
-            bad = est
-            est = max(self.lowest * cap_max, est * self.backoff)
+            # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
+            # this moment: one step, where a fixed factor needs several from a stale calibration), then
+            # three periods for the victim to recover; that level is the one to approach slowly again
+            delivered = sum(_mean_tail(t.usage, 2) for t in inp.targets)
+            bad = min(est, delivered)
+            est = max(self.lowest * cap_max, self.backoff * bad)
             hold = 3
         else:
             hold = max(0, hold - 1)
