@@ -46,13 +46,14 @@ def main() -> None:
     writer = ["--bs=1M", "--iodepth=32"]
     g = detect().cgroup(f"contend/bench-{uuid.uuid4().hex[:6]}")
     g.create()
+    caps = [0, *(c for c in map(int, a.caps.split(",")) if c)]
     both: dict[int, list[bool]] = {}
     try:
         for rnd in range(1, a.rounds + 1):
             v = result(fio("victim", a.seconds, victim))
             alone_v, spare = v["bw_bytes"], None
             print(f"round {rnd}: victim alone {alone_v / 1e9:.2f} GB/s, mean latency {v['clat_ns']['mean'] / 1e6:.2f} ms")
-            for cap in [0, *(c for c in (int(x) for x in a.caps.split(",")) if c)]:
+            for cap in caps:
                 g.clear_io_limits(dev)
                 if cap:
                     g.set_limits(Limits(io=(IoLimit(dev, wbps=cap * 1_000_000),)))

@@ -163,6 +163,8 @@ def test_the_disk_unit_is_the_calibration_at_the_spec_block_size():
     cap = trial_capacity({"cpus": 2, "disk_write_iops": 90_000.0, "disk_write_iops_1M": 5_000.0}, spec)
     assert cap["disk_write_iops"] == 5_000.0 and cap["disk_block"] == "1M"
     assert generator_for("disk", cap).block == "1M"
+    # a block size never calibrated here: no disk unit at all, not the 4K figure under its name
+    assert "disk_write_iops" not in trial_capacity({"cpus": 2, "disk_write_iops": 90_000.0}, spec)
 
 
 @needs_root
@@ -171,13 +173,11 @@ def test_a_1m_disk_limit_caps_fio_by_its_bytes(tenant):
     of a 1M load is bytes, and it holds in fio's own figures."""
     require("fio")
     from contend.doctor.calibrate import device_of
-    from contend.runner import generator_for, limits_for
+    from contend.runner import limits_for
     rt, make, data = tenant
     cap = {"disk_device": device_of(data), "disk_write_iops": 400.0, "disk_block": "1M"}
     c = make(limits_for("disk", 0.25, cap))  # 100 × 1 MiB/s
-    gen = generator_for("disk", cap)
-    gen.size = "128M"
-    assert gen.block == "1M"
+    gen = FioLoad(cap["disk_write_iops"], size="128M", block="1M")
     assert rt.run(c, gen.prepare(), timeout=120).returncode == 0
     guest = run_step(rt, c, gen, data, 0.5, 3)  # asks 200/s
     assert guest["iops"] == pytest.approx(100, rel=0.15)

@@ -110,11 +110,11 @@ def _print_facts(f: dict) -> None:
     if cap:
         parts = [f"{cap.get('cpus')} CPUs × {cap.get('cpu_bogo_ops_s_per_cpu', 0):.0f} bogo ops/s"]
         if "disk_read_iops" in cap:
-            writes = [f"{v:.0f} {k.removeprefix('disk_write_iops_')} write IOPS" for k, v in cap.items()
-                      if k.startswith("disk_write_iops_")]
-            parts.append(f"disk {cap['disk_device']}: {cap['disk_read_iops']:.0f} 4K read IOPS, "
-                         f"{cap.get('disk_write_iops', 0):.0f} 4K write IOPS, " + "".join(w + ", " for w in writes)
-                         + f"{cap['disk_write_bw_bytes_s'] / 1e6:.0f} MB/s write")
+            disk = [f"{cap['disk_read_iops']:.0f} 4K read IOPS", f"{cap.get('disk_write_iops', 0):.0f} 4K write IOPS",
+                    *(f"{v:.0f} {k.removeprefix('disk_write_iops_')} write IOPS" for k, v in cap.items()
+                      if k.startswith("disk_write_iops_")),
+                    f"{cap['disk_write_bw_bytes_s'] / 1e6:.0f} MB/s write"]
+            parts.append(f"disk {cap['disk_device']}: " + ", ".join(disk))
         if "memory_bytes" in cap:
             parts.append(f"memory {cap['memory_bytes'] / 2**30:.1f} GiB")
         console.print(f"[bold]capacity[/bold] (calibrated {cap.get('calibrated_at', '?')}): " + "; ".join(parts))
@@ -185,7 +185,7 @@ def _hold_host(directory: Path) -> None:
 def _resumed(directory: Path, spec_path: Optional[Path], quick: bool, repetitions: Optional[int],
              out: Optional[Path]):
     """The study of a results directory to continue, and the trials it finished (exit 2 when it cannot be)."""
-    from .spec import SpecError, load
+    from .spec import SpecError, first_change, load
     from .store import DB, Store
     if out is not None and out != directory:
         fail(f"--out {out}: a resumed study stays in its directory ({directory})")
@@ -213,23 +213,6 @@ def _resumed(directory: Path, spec_path: Optional[Path], quick: bool, repetition
     except Exception as e:  # duckdb: locked by a running study, not a database
         fail(f"{directory}: cannot open the store: {str(e).splitlines()[0]}")
     return spec, done
-
-
-def first_change(old, new, path: str = "") -> str:
-    """Where two resolved specs first differ, as 'path: old → new' ('' when they are the same)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        for k in [*old, *(k for k in new if k not in old)]:
-            change = first_change(old.get(k), new.get(k), f"{path}.{k}" if path else str(k))
-            if change:
-                return change
-        return ""
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        for i, (a, b) in enumerate(zip(old, new)):
-            change = first_change(a, b, f"{path}[{i}]")
-            if change:
-                return change
-        return ""
-    return "" if old == new else f"{path or '(top)'}: {json.dumps(old)} → {json.dumps(new)}"
 
 
 def _say_plan(spec, directory: Path, done: frozenset) -> None:

@@ -47,9 +47,11 @@ class TrialResult:
 
 def trial_capacity(calibrated: dict, spec: Spec) -> dict:
     """What 100 % of each resource is in this study: the host's calibration and the spec's choices. The
-    disk's unit is the random-write IOPS at the spec's block size (recorded with it as disk_block)."""
+    disk's unit is the random-write IOPS at the spec's block size (recorded with it as disk_block), and absent
+    when that size was not calibrated: never the 4K figure under another block's name."""
     cap = {**calibrated, "memory_pool_bytes": spec.capacity.memory_bytes, "network_bps": spec.capacity.network_bps,
            "disk_block": spec.capacity.disk_block}
+    cap.pop("disk_write_iops", None)
     key = write_iops_key(spec.capacity.disk_block)
     if key in calibrated:
         cap["disk_write_iops"] = calibrated[key]

@@ -44,6 +44,23 @@ class StudyKind(Strict):
         return self.model_dump(mode="json", by_alias=True)
 
 
+def first_change(old, new, path: str = "") -> str:
+    """Where two resolved specs first differ, as 'path: old → new' ('' when they are the same)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in [*old, *(k for k in new if k not in old)]:
+            change = first_change(old.get(k), new.get(k), f"{path}.{k}" if path else str(k))
+            if change:
+                return change
+        return ""
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new)):
+            change = first_change(a, b, f"{path}[{i}]")
+            if change:
+                return change
+        return ""
+    return "" if old == new else f"{path or '(top)'}: {json.dumps(old)} → {json.dumps(new)}"
+
+
 def unique(items: list, names: list[str], what: str) -> list:
     """items, if no name repeats; else the error names the first repeat's index."""
     for i, n in enumerate(names):
@@ -367,7 +384,7 @@ class ParallelStudy(StudyKind):
 
     def quickened(self) -> "ParallelStudy":
         q = self.quick
-        return self.quick_with(counts=check_counts(q.counts), sizes=q.sizes,
+        return self.quick_with(counts=q.counts, sizes=q.sizes,
                                containers_per_process=q.containers_per_process, runs_per_container=q.runs_per_container)
 
     def repeated(self, n: int) -> "ParallelStudy":
