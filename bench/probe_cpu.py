@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import argparse
 import resource
-import shutil
 import time
-import uuid
 
-from contend.cgroups import Limits
-from contend.paths import DATA
 from contend.probes import BpftraceProbes, CgroupSampler, Target
-from contend.runtimes import ContainerSpec, get
+
+from benchkit import runc_container
 
 
 def read_cost(read, calls: int) -> float:
@@ -47,11 +44,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=500)
     ap.add_argument("--seconds", type=float, default=10)
     a = ap.parse_args()
-    rt = get("runc")
-    data = DATA / f"contend-bench-{uuid.uuid4().hex[:6]}"
-    data.mkdir(parents=True)
-    c = rt.create(ContainerSpec(f"bench-{uuid.uuid4().hex[:6]}", Limits(), data))
-    try:
+    with runc_container() as (rt, c):
         every, one = [], []
         for _ in range(5):  # interleaved: the machine is shared and noisy
             every.append(read_cost(c.cgroup.procs, a.calls // 5))
@@ -64,9 +57,6 @@ def main() -> None:
         print(f"cgroup sampler thread, 100 ms buckets: {s:.2%} of a CPU over {a.seconds:g} s")
         b = cpu_share(lambda: BpftraceProbes(target, 0.1), a.seconds, resource.RUSAGE_CHILDREN)
         print(f"bpftrace, every probe, maps printed every 100 ms: {b:.2%} of a CPU over {a.seconds:g} s")
-    finally:
-        rt.delete(c)
-        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

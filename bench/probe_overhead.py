@@ -13,15 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import sys
-import uuid
 from functools import partial
 
-from contend.paths import DATA
 from contend.probes import BpftraceProbes, CgroupSampler, Target
-from contend.runtimes import ContainerSpec, get
+
+from benchkit import runc_container
 
 SETTINGS = ("none", "all")
 
@@ -65,21 +63,14 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    rt = get("runc")
-    data = DATA / f"contend-bench-{uuid.uuid4().hex[:6]}"
-    data.mkdir(parents=True, exist_ok=True)
-    c = rt.create(ContainerSpec(f"bench-{uuid.uuid4().hex[:6]}", data_dir=data))
     results = {(w, s): [] for w in WORKLOADS for s in SETTINGS}
-    try:
+    with runc_container() as (rt, c):
         for r in range(args.rounds):
             for w, work in WORKLOADS.items():
                 order = SETTINGS if r % 2 == 0 else SETTINGS[::-1]  # A/B, then B/A: no order bias
                 for s in order:
                     results[(w, s)].append(one(rt, c, s, work, args.seconds))
                     print(f"round {r + 1} {w:24s} {s:5s} {results[(w, s)][-1]:10.1f}", flush=True)
-    finally:
-        rt.delete(c)
-        shutil.rmtree(data, ignore_errors=True)
     print(f"\nmedian of {args.rounds} interleaved rounds, {args.seconds:g} s each, in one runc container:")
     for w in WORKLOADS:
         none, every = (statistics.median(results[(w, s)]) for s in SETTINGS)
