@@ -9,6 +9,7 @@ import fcntl
 import itertools
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -26,6 +27,10 @@ from .planner import TrialPlan, plan, trial_seconds
 from .runner import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
 from .spec import Spec, SpecError, dump, size_bytes
 from .store import Store
+
+# set by contend's SIGINT / SIGTERM handler (cli): a study stops at its next trial even when the
+# KeyboardInterrupt itself was lost, and says it was interrupted
+INTERRUPTED = threading.Event()
 
 Advance = Callable[[float, str], None]  # a running item's progress: share done (0-1), what it does now
 SETUP_S = 3.0  # containers up and down, probes attaching: a rough share of each trial for the ETA
@@ -95,7 +100,7 @@ class Study:
                 interrupted = True
                 con.print(f"[yellow]interrupted[/yellow] while writing the report (contend report {self.dir} "
                           "writes it)", highlight=False)
-        return outcome(con, self.dir, interrupted, self.failed, self.total, self.unit)
+        return outcome(con, self.dir, interrupted or INTERRUPTED.is_set(), self.failed, self.total, self.unit)
 
     def execute(self, store: Store, host_facts: dict) -> None:
         """Every trial of the plan, each committed to the store as it ends."""
@@ -175,6 +180,8 @@ class Study:
         with the result as events (its samples are those of the last attempt)."""
         failed: list[str] = []
         while True:
+            if INTERRUPTED.is_set():
+                raise KeyboardInterrupt
             checkpoint("trial")
             result = run_one(item, advance)
             if result is None or result.record.status != "failed" or len(failed) >= self.spec.retries:
