@@ -224,3 +224,21 @@ def test_a_tenant_killed_from_outside_fails_its_attempt_and_the_retry_measures(t
         attempts = [e["detail"] for e in s.events() if e["kind"] == "attempt-failed"]
     assert t["status"] == "ok" and len(attempts) == 1 and attempts[0].startswith("attempt 1: ")
     assert find() == []
+
+
+def test_an_interrupt_python_swallowed_still_stops_the_study(tmp_path):
+    """Python prints and ignores a KeyboardInterrupt raised in an at-fork hook (subprocess runs them): the
+    handler's note in INTERRUPTED stops the study before its next trial, and its retry, all the same."""
+    from rich.console import Console
+
+    from contend.spec import load
+    from contend.study import INTERRUPTED, Study
+    study = Study(load(tiny_spec(tmp_path / "s.yaml")), tmp_path / "res", Console(quiet=True))
+    ran = []
+    INTERRUPTED.set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            study._attempts("t1", lambda share, detail: None, lambda item, advance: ran.append(item), "t1")
+    finally:
+        INTERRUPTED.clear()
+    assert ran == []
