@@ -232,7 +232,8 @@ def test_an_interrupt_python_swallowed_still_stops_the_study(tmp_path):
     from rich.console import Console
 
     from contend.spec import load
-    from contend.study import INTERRUPTED, Study
+    from contend.interrupts import INTERRUPTED
+    from contend.study import Study
     study = Study(load(tiny_spec(tmp_path / "s.yaml")), tmp_path / "res", Console(quiet=True))
     ran = []
     INTERRUPTED.set()

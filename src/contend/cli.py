@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -34,15 +33,8 @@ def need_root(what: str) -> None:
 
 
 def _term_as_interrupt() -> None:
-    """SIGTERM as Ctrl-C; both also noted in study.INTERRUPTED, which outlives a KeyboardInterrupt that Python
-    swallowed (one raised in an at-fork hook, as subprocess runs them, is printed and ignored)."""
-    from .study import INTERRUPTED
-
-    def handler(signum, frame):
-        INTERRUPTED.set()
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
+    from .interrupts import handle_interrupts
+    handle_interrupts()
 
 
 @app.callback(invoke_without_command=True)

@@ -9,7 +9,6 @@ import fcntl
 import itertools
 import json
 import os
-import threading
 from pathlib import Path
 from typing import Callable
 
@@ -21,16 +20,13 @@ from . import report as rep
 from .cgroups import detect
 from .doctor import ensure_capacity, facts
 from .faults import checkpoint
+from .interrupts import INTERRUPTED
 from .load.fio import FioLoad
 from .paths import DATA, STATE, free_space
 from .planner import TrialPlan, plan, trial_seconds
 from .runner import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
 from .spec import Spec, SpecError, dump, size_bytes
 from .store import Store
-
-# set by contend's SIGINT / SIGTERM handler (cli): a study stops at its next trial even when the
-# KeyboardInterrupt itself was lost, and says it was interrupted
-INTERRUPTED = threading.Event()
 
 Advance = Callable[[float, str], None]  # a running item's progress: share done (0-1), what it does now
 SETUP_S = 3.0  # containers up and down, probes attaching: a rough share of each trial for the ETA
