@@ -38,7 +38,7 @@ def report(directory: Path) -> None:
             if t["scenario_params"]["w_d"] > 1:
                 continue  # an escape ramps past the limit on purpose: not a fidelity question
             for c in curves(t["resource"], store.samples(t["trial_id"]), store.steps(t["trial_id"]),
-                            t["capacity"], cfg.trim):
+                            t["capacity"], cfg.trim, cfg.trim_end):
                 rows.setdefault((t["runtime"], t["resource"], c.view), []).append(nrmse(c.w_d_ideal, c.w_d))
     print(f"{'runtime':8s} {'resource':8s} {'view':6s} {'NRMSE':>7s}  (target ≤ {TARGET:.0%}; n trials)")
     for (rt, res, view), v in sorted(rows.items()):

@@ -13,6 +13,7 @@ import pytest
 
 from contend.clean import find
 from contend.runtimes import ContainerSpec
+from contend.store import Store
 
 from .conftest import CONTEND, contend, needs_root, require, runtime_or_skip, tiny_spec
 
@@ -57,10 +58,38 @@ def test_run_writes_the_results_directory_and_report_rebuilds_it(tmp_path):
     assert find() == []
 
 
+@needs_root
+@pytest.mark.parametrize("runtime", ["runc", "runsc"])
+def test_the_abiding_load_never_idles_in_a_real_trial(tmp_path, runtime):
+    """One load agent per tenant for the whole trial: the abiding tenant's CPU never reads 0 between the
+    baseline's start and the last step's end (the old per-step restarts left idle tails there), the step
+    windows are contiguous (each from when its level took effect), and the guest view is a series."""
+    runtime_or_skip(runtime)
+    out = tmp_path / "res"
+    p = contend("run", str(tiny_spec(tmp_path / "s.yaml", runtimes=(runtime,), scenarios=("escape",), steps=3)),
+                "--out", str(out))
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    with Store(out, read_only=True) as store:
+        (trial,) = store.trials("ok")
+        steps = store.steps(trial["trial_id"])
+        samples = store.samples(trial["trial_id"])
+        events = store.events(trial["trial_id"])
+    assert [s.step for s in steps] == [0, 1, 2, 3]
+    for a, b in zip(steps, steps[1:]):
+        assert a.t_end == pytest.approx(b.t_start) and b.t_end - b.t_start >= 2.0
+    t, cpu = samples.series("abiding", "cgroup", "cpu")
+    running = (t > steps[0].t_start + 0.2) & (t <= steps[-1].t_end)
+    assert running.sum() >= 70 and (cpu[running] > 0).all(), f"idle buckets at {t[running][cpu[running] <= 0]}"
+    tg, ops = samples.series("abiding", "load", "ops_s")
+    reported = (tg > steps[0].t_start + 0.2) & (tg <= steps[-1].t_end)
+    assert reported.sum() >= 70 and (ops[reported] > 0).all()
+    assert [e for e in events if e["kind"].startswith("load-")] == []
+
+
 def test_every_resource_end_to_end_with_table_4(tmp_path):
     """The scenario engine's matrix in small: runc × escape × the four resources, plus memory overcommit
     (not run, as in the paper) and kata (not installed here): Table 4 with n/a reasons, every view."""
-    for tool in ("stress-ng", "fio", "iperf3"):
+    for tool in ("stress-ng", "fio"):
         require(tool)
     runtime_or_skip("runc")
     out = tmp_path / "res"
@@ -182,6 +211,7 @@ def test_doctor_calibrate_measures_and_saves(tmp_path):
     cap = json.loads((tmp_path / "capacity.json").read_text())
     assert json.loads(p.stdout)["capacity"] == cap
     assert cap["cpus"] == os.cpu_count() and cap["cpu_bogo_ops_s_per_cpu"] > 10
+    assert cap["cpu_agent_ops_s_per_cpu"] > 1000  # the load agent's unit, measured by the agent itself
     assert cap["disk_read_iops"] > 100 and cap["disk_write_iops"] > 100 and cap["disk_write_bw_bytes_s"] > 1e6
     assert cap["disk_device"].count(":") == 1 and cap["memory_bytes"] > 0
     assert not list((tmp_path / "data").glob("*")), "the calibration file was removed"

@@ -116,3 +116,79 @@ def test_compare_bad_input_is_one_line_exit_2(tmp_path):
         p = contend("compare", *args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         assert "Traceback" not in p.stderr and msg in p.stderr
+
+
+# ---------------------------------------------------------------- every metric has a direction
+SYNTHETIC_OUTPUT = {  # the least output each benchmark's parser takes
+    "linpack": "MFLOPS: 100", "noploop": "GHz: 2.0\nseconds=1.0",
+    "stream": "Copy: 1 MB/s\nScale: 1 MB/s\nAdd: 1 MB/s\nTriad: 1 MB/s",
+    "sysbench-cpu": "total time: 1.0s\nevents per second: 10", "sysbench-memory": "MiB transferred (100.0 MiB/sec)",
+    "pidigits": "seconds: 1.0", "fio": '{"jobs": [{"read": {"iops": 1}, "write": {"iops": 1}}]}',
+}
+
+
+def metric_names_of_every_kind() -> set[str]:
+    """What each kind's own pure producers write into metrics.csv, from synthetic inputs."""
+    import numpy as np
+
+    from contend.metrics import Curve, trial_metrics
+    from contend.metrics.degradation import DISKFILL_RULES, OLTP_RULES, Window, paired
+    from contend.metrics.protection import guest_metrics, protection_metrics
+    from contend.metrics.scaling import Run, scaling_metrics
+    from contend.parallel.benchmarks import BENCHMARKS
+    from contend.load.fio import victim_figures
+
+    x = np.linspace(0, 1, 5)
+    names = set(trial_metrics(Curve("host", x, x, 0.5 - 0.2 * x, np.arange(10.0), np.full(10, 0.4)), 0.5))
+    t = np.arange(0, 10, 0.1)
+    names |= set(protection_metrics(t, np.ones_like(t), np.ones_like(t), 3, 6, 1.0, t, np.ones_like(t)))
+    names |= set(guest_metrics(t, np.ones_like(t), t, np.ones_like(t), 3, 6))
+    fio = {"jobs": [{"jobname": d, d: {"iops": 1, "clat_ns": {"mean": 1, "percentile": {"50.000000": 1,
+                                                                                      "99.000000": 2}}}}
+                    for d in ("read", "write")]}
+    disk = {**victim_figures(fio), "read_iops_min": 1.0, "write_iops_min": 1.0}
+    host = {"device_util": 1, "device_queue_depth": 1, "device_wbytes_s": 1, "attackers_charged_pct": 1,
+            "victim_charged_pct": 1, "victim_cpu": 1, "oom_kills": 0}  # metrics/degradation._host_figures
+    windows = [Window("runc", sc, "disk", 1, "guest", disk) for sc in ("base", "attack")]
+    windows += [Window("runc", sc, "db:tpcb", 1, "guest", {"tps": 1.0, "lat_ms": 1.0}) for sc in ("base", "cpu")]
+    windows += [Window("runc", sc, "disk", 1, "host", host) for sc in ("base", "attack")]
+    names |= {r["metric"] for r in paired(windows, "base", {**DISKFILL_RULES, **OLTP_RULES})}
+    runs = [Run("runc", n, b.name, f"p0c{i}", b.parse(SYNTHETIC_OUTPUT[b.name]), {"cpu": 1.0, "mem_peak_bytes": 1.0},
+                (0.0, 1.0)) for b in BENCHMARKS.values() for n in (1, 2) for i in range(n)]
+    names |= {r["metric"] for r in scaling_metrics(runs, {b.name: b.figure for b in BENCHMARKS.values()}, ["runc"])}
+    return names
+
+
+def test_every_metric_that_metrics_csv_can_hold_has_a_direction():
+    from contend.metrics.directions import DIRECTION, FOLLOWS_HEADLINE, direction
+    names = metric_names_of_every_kind()
+    assert {"I_intFree", "lat_imp", "D", "normalized", "read_p99_x", "jain"} <= names  # every kind is in
+    assert sorted(m for m in names if direction(m, headline=1) is None) == []
+    assert set(DIRECTION) | set(FOLLOWS_HEADLINE) >= names
+
+
+@pytest.mark.parametrize("metric,a,b,verdict", [
+    ("lat_imp", 0.10, 0.80, "worse"),  # latency impact up: a regression (it was "better" before)
+    ("lat_imp", 0.80, 0.10, "better"),
+    ("escape", 1.0, 1.5, "worse"), ("loss", 0.1, 0.5, "worse"), ("reaction_s", 1.0, 3.0, "worse"),
+    ("I_intFree", 0.9, 0.4, "worse"), ("isol_p05", 0.9, 0.4, "worse"), ("work_conservation", 0.9, 0.4, "worse"),
+    ("D", 5.0, 40.0, "worse"), ("read_lat_x", 1.0, 3.0, "worse"), ("tps", 400.0, 200.0, "worse"),
+    ("W_a_ref", 0.5, 0.1, "descriptive"), ("tps_base", 400.0, 100.0, "descriptive"),
+])
+def test_each_metric_is_judged_in_its_own_direction(metric, a, b, verdict):
+    assert verdicts([row(metric, a, a - 0.01, a + 0.01)], [row(metric, b, b - 0.01, b + 0.01)]) == [verdict]
+
+
+def test_the_parallel_suites_ratios_follow_their_benchmarks_headline():
+    a = [row("normalized", 1.0, 0.99, 1.01, resource="sysbench-cpu"), row("normalized", 1.0, 0.99, 1.01, resource="linpack")]
+    b = [row("normalized", 1.5, 1.49, 1.51, resource="sysbench-cpu"), row("normalized", 1.5, 1.49, 1.51, resource="linpack")]
+    # sysbench-cpu's headline is seconds (lower is better), linpack's MFLOPS (higher)
+    assert verdicts(a, b, headlines={"sysbench-cpu": -1, "linpack": 1}) == ["worse", "better"]
+    assert verdicts(a, b) == ["unknown", "unknown"]  # no headline known: never judged
+
+
+def test_a_latency_regression_fails_the_gate(tmp_path):
+    a = results(tmp_path / "a", [row("lat_imp", 0.10, 0.05, 0.15, view="guest", scenario="burst")])
+    b = results(tmp_path / "b", [row("lat_imp", 0.90, 0.85, 0.95, view="guest", scenario="burst")])
+    p = contend("compare", str(a), str(b))
+    assert p.returncode == 1 and "lat_imp" in p.stdout

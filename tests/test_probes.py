@@ -69,6 +69,51 @@ def test_ebpf_attributes_cpu_and_block_io_to_the_container(runc_tenant):
     assert 0.4 <= cpu_s <= 0.5 * wall + 0.3, f"{cpu_s:.2f} CPU-s over {wall:.1f} s"
 
 
+def busy_half_cpu(rt, c):
+    """A spinner under the tenant's 0.5 quota, for the length of the test (killed with the container)."""
+    return rt.exec(c, ["sh", "-c", "while :; do :; done"])
+
+
+def test_a_late_bucket_is_not_followed_by_a_short_one_that_reads_zero(runc_tenant):
+    """The cgroup sampler, made late once by a slow tracking sync: the next bucket is a whole period again.
+    A rate over a few ms of a counter the kernel updates per tick read 0 CPUs for a busy tenant in a real
+    trial's baseline (its host view then disagreed with the eBPF view by 0.07 of I_plr)."""
+    rt, c = runc_tenant
+    spinner = busy_half_cpu(rt, c)
+    time.sleep(0.5)
+    calls = []
+
+    def slow_sync():
+        calls.append(1)
+        if len(calls) in (5, 9):
+            time.sleep(0.17)  # late by more than a period
+        rt.track(c)
+    sampler = CgroupSampler([Target("t", c.cgroup, c.tracking, slow_sync)], period=0.1).start()
+    time.sleep(2)
+    samples = sampler.stop()
+    spinner.kill()
+    cpu = values(samples, "cgroup", "cpu")
+    assert len(calls) >= 12 and len(cpu) >= 12
+    assert cpu.min() > 0.3, f"a bucket read {cpu.min():.2f} CPUs of a spinner held at 0.5"
+
+
+def test_bpftraces_dump_at_exit_is_not_a_bucket(runc_tenant):
+    """bpftrace prints every map once more when it exits: a part of a bucket, not one to divide by a period."""
+    require("bpftrace")
+    rt, c = runc_tenant
+    spinner = busy_half_cpu(rt, c)
+    for wait in (1.52, 1.55, 1.58, 1.61):  # stopped at several points of a bucket (the dump is not always there)
+        probes = BpftraceProbes([Target("t", c.cgroup, c.tracking, partial(rt.track, c))], period=0.1,
+                                wanted=("cpu",)).start()
+        assert probes.attached == ["cpu"], probes.problems
+        time.sleep(wait)
+        samples = [s for s in probes.stop() if s.quantity == "cpu"]
+        stamps = [s.t for s in samples]
+        assert len(stamps) == len(set(stamps)), f"one sample per bucket: {stamps[-3:]}"
+        assert min(s.value for s in samples[1:-1]) > 0.3
+    spinner.kill()
+
+
 def test_a_probe_that_cannot_attach_is_reported_and_the_rest_run(runc_tenant):
     require("bpftrace")
     rt, c = runc_tenant

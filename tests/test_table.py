@@ -5,7 +5,7 @@ import math
 
 from rich.console import Console
 
-from contend.report.table import rich_table4, table4, table4_markdown, views_in
+from contend.report.table import rich_views, table4, table4_markdown, views_in
 
 
 def row(rt, sc, res, view, metric, value, lo=math.nan, hi=math.nan, n=1):
@@ -56,12 +56,20 @@ def test_views_prefer_ebpf_then_host_then_guest():
     assert views_in(ROWS) == ["ebpf", "host"]
 
 
-def test_terminal_table_splits_per_resource_when_narrow():
-    t = table4(ROWS, NOTES, "ebpf")
-    narrow = Console(width=80, record=True)
-    narrow.print(rich_table4(t, "study", 80))
-    out = narrow.export_text()
-    assert out.count("runtime") == 3 and "I_intFree" in out  # one table per resource
-    wide = Console(width=200, record=True)
-    wide.print(rich_table4(t, "study", 200))
-    assert wide.export_text().count("runtime") == 1
+def test_the_terminal_table_shows_every_view_side_by_side_and_fits_80_columns_and_a_pipe():
+    import io
+    rows = ROWS + [row("runc", "harmony", "cpu", v, m, x, x - 0.02, x + 0.02, 3) for v in ("host", "guest")
+                   for m, x in (("I_intFree", 0.97), ("I_plr", 0.99), ("S_I", 0.98), ("escape", 0.9))]
+    pipe = io.StringIO()
+    Console(file=pipe, width=80).print(rich_views(rows, NOTES, "a study (mean ± 95 % CI)"))
+    out = pipe.getvalue()
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    head = next(line for line in lines if "runtime" in line)
+    assert head.split() == ["runtime", "scenario", "metric", "ebpf", "host", "guest", "n"]
+    cpu = next(line for line in lines if line.lstrip().startswith("runc") and "I_intFree" in line)
+    assert cpu.split()[-4:] == ["0.99±0.02", "0.97±0.02", "0.97±0.02", "3"]  # ebpf, host, guest, n
+    assert "…" not in out  # nothing truncated
+    assert "memory overcommit is not run" in out and "escape: the disruptive tenant reached 3.20×" in out
+
+

@@ -106,7 +106,8 @@ def _print_facts(f: dict) -> None:
     console.print(t)
     cap = f["capacity"]
     if cap:
-        parts = [f"{cap.get('cpus')} CPUs × {cap.get('cpu_bogo_ops_s_per_cpu', 0):.0f} bogo ops/s"]
+        parts = [f"{cap.get('cpus')} CPUs × {cap.get('cpu_bogo_ops_s_per_cpu', 0):.0f} bogo ops/s "
+                 f"({cap.get('cpu_agent_ops_s_per_cpu', 0):.0f} load-agent ops/s)"]
         if "disk_read_iops" in cap:
             disk = [f"{cap['disk_read_iops']:.0f} 4K read IOPS", f"{cap.get('disk_write_iops', 0):.0f} 4K write IOPS",
                     *(f"{v:.0f} {k.removeprefix('disk_write_iops_')} write IOPS" for k, v in cap.items()
@@ -328,7 +329,7 @@ def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results 
     except Exception as e:  # duckdb: not a database, locked by a running study
         fail(f"{directory}: cannot open the store: {str(e).splitlines()[0]}")
     with store:
-        written = rep.refresh(directory, store, title=str(directory), width=console.width)
+        written = rep.refresh(directory, store, title=str(directory))
     console.print(written.table)
     console.print(f"report: {written.path}")
 
@@ -563,7 +564,7 @@ def cluster_collect(sources: list[Path] = typer.Argument(..., metavar="SOURCE...
     except CollectError as e:
         fail(str(e))
     with Store(out) as store:
-        written = rep.refresh(out, store, title=got.title, width=console.width)
+        written = rep.refresh(out, store, title=got.title)
     console.print(written.table)
     for tid in got.duplicates:
         console.print(f"[yellow]{tid}[/yellow] was found more than once; one copy kept", highlight=False)

@@ -21,7 +21,7 @@ from .cgroups import detect
 from .doctor import ensure_capacity, facts
 from .faults import checkpoint
 from .interrupts import INTERRUPTED
-from .load.fio import FioLoad
+from .load import DiskLoad
 from .paths import DATA, STATE, free_space
 from .planner import TrialPlan, plan, trial_seconds
 from .runner import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
@@ -66,10 +66,10 @@ class Study:
     def preflight(self) -> None:
         """Refuse, with a SpecError (exit 2), a study this host cannot take; nothing is started yet."""
         if "disk" in getattr(self.spec, "resources", ()):
-            need = len(TENANTS) * size_bytes(FioLoad.FILE_SIZE) * 3 // 2  # every tenant's fio file, and room
+            need = len(TENANTS) * size_bytes(DiskLoad.FILE_SIZE) * 3 // 2  # every tenant's fio file, and room
             free, _ = free_space(DATA)
             if free < need:
-                raise SpecError(f"{DATA}: disk trials write {len(TENANTS)} × {FioLoad.FILE_SIZE} there and "
+                raise SpecError(f"{DATA}: disk trials write {len(TENANTS)} × {DiskLoad.FILE_SIZE} there and "
                                 f"only {free / 2**20:.0f} MiB are free (at least {need / 2**20:.0f} MiB needed)")
 
     def run(self) -> int:
@@ -215,7 +215,7 @@ def finish(con: Console, directory: Path, store: Store, title: str) -> list[dict
     """The end of every run, interrupted or not: the report from what the store holds, printed."""
     try:
         checkpoint("report")
-        written = rep.refresh(directory, store, title=title, width=con.width)
+        written = rep.refresh(directory, store, title=title)
         trials = store.trials()
     finally:
         store.close()

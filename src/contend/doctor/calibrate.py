@@ -30,8 +30,25 @@ def save_capacity(cap: dict) -> None:
     os.replace(tmp, CAPACITY_FILE)
 
 
+def agent_cpu_capacity(n: int, seconds: float = 2.0) -> dict:
+    """The load agent's matrix products per second per CPU, every CPU busy (the isolation trials' guest
+    unit of CPU), from its own reports after its first interval."""
+    from ..load.agent import Agent, agent_digest, build_agent
+    a = Agent.start([str(build_agent()), "-i", "100", "cpu", str(n)], subprocess.Popen)
+    try:
+        a.set(n)
+        time.sleep(seconds)
+    finally:
+        a.stop()
+    steady = a.reports[2:]  # the first intervals hold the start
+    took = steady[-1].t - a.reports[1].t if len(steady) > 1 else 0.0
+    return {"cpu_agent_ops_s_per_cpu": sum(r.work for r in steady) / took / n if took > 0 else 0.0,
+            "cpu_agent": agent_digest()}
+
+
 def cpu_capacity(seconds: float = 3.0) -> dict:
-    """stress-ng matrixprod on every CPU at once: bogo ops/s per CPU (the guest view's unit of CPU)."""
+    """stress-ng matrixprod on every CPU at once: bogo ops/s per CPU (the parallel suite's and the guard's
+    unit of CPU), and the load agent's matrix products per CPU (the isolation trials' guest unit)."""
     n = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "cpu.yaml"
@@ -39,7 +56,7 @@ def cpu_capacity(seconds: float = 3.0) -> dict:
                         "--metrics-brief", "--yaml", str(out)], check=True, capture_output=True)
         doc = yaml.safe_load(out.read_text())
     total = next(float(m["bogo-ops-per-second-real-time"]) for m in doc["metrics"] if m["stressor"] == "cpu")
-    return {"cpus": n, "cpu_bogo_ops_s_per_cpu": total / n}
+    return {"cpus": n, "cpu_bogo_ops_s_per_cpu": total / n, **agent_cpu_capacity(n)}
 
 
 def device_of(path: Path) -> str:
@@ -103,11 +120,13 @@ def calibrate(disk_dir: Path = DATA, disk: bool = True) -> dict:
 
 def ensure_capacity(resources: list[str] = ("cpu",), say=print, disk_block: str = "4K") -> dict:
     """The run needs the capacity of its resources: measure what was never calibrated on this host
-    (CPU 3 s; disk 15 s, only for disk trials; 20 s when the disk load's block size is not 4K)."""
+    (CPU 5 s; disk 15 s, only for disk trials; 20 s when the disk load's block size is not 4K)."""
     cap = load_capacity()
     changed = False
-    if cap.get("cpus") != os.cpu_count() or "cpu_bogo_ops_s_per_cpu" not in cap:
-        say("no CPU calibration on this host yet: measuring it (3 s; `contend doctor --calibrate` does all)")
+    from ..load.agent import agent_digest
+    if cap.get("cpus") != os.cpu_count() or cap.get("cpu_agent") != agent_digest():
+        say("no CPU calibration on this host for this version of the load agent yet: measuring it (5 s; "
+            "`contend doctor --calibrate` does all)")
         cap.update(cpu_capacity())
         changed = True
     if "disk" in resources and (write_iops_key(disk_block) not in cap or "disk_write_iops" not in cap

@@ -1,9 +1,6 @@
-"""Load: real load generators run inside tenants, stepped by the ramp controller."""
-from .fio import FioLoad
-from .iperf import IperfLoad
-from .memory import MemoryAllocator
-from .ramp import RampController, Step, StepRecord, plan_steps
-from .stress import CpuStress, LoadGenerator
+"""Load: one load agent per tenant for the whole trial (agent.c), its level stepped by the ramp controller."""
+from .generators import CpuLoad, DiskLoad, LoadGenerator, MemoryLoad, NetworkLoad
+from .ramp import Ramp, RampController, Step, StepRecord, plan_steps
 
-__all__ = ["CpuStress", "FioLoad", "IperfLoad", "LoadGenerator", "MemoryAllocator", "RampController", "Step",
+__all__ = ["CpuLoad", "DiskLoad", "LoadGenerator", "MemoryLoad", "NetworkLoad", "Ramp", "RampController", "Step",
            "StepRecord", "plan_steps"]

@@ -1,32 +1,59 @@
 """metrics: pure functions over sample arrays (DESIGN §3). Never starts a process."""
 from __future__ import annotations
 
-from .curves import Curve, Samples, StepWindow, capacity_of, curves
-from .isolation import (curve_metrics, degradation, escape_ratio, i_plr, isolation_percentiles,
+from .curves import SAME_QUANTITY_AS_HOST, Curve, Samples, StepWindow, capacity_of, curves
+from .isolation import (RefPoint, curve_metrics, degradation, escape_ratio, i_plr, isolation_percentiles, per_second,
                         reference_point, similarity)
-from .stats import mean_ci
+from .stats import mean_ci, similarity_ci
 
 __all__ = ["Curve", "Samples", "StepWindow", "capacity_of", "curves", "curve_metrics", "degradation",
            "escape_ratio", "i_plr", "isolation_percentiles", "reference_point", "similarity", "mean_ci",
+           "per_second", "similarity_ci", "trial_refs", "RefPoint",
            "trial_metrics", "aggregate"]
 
-def trial_metrics(curve: Curve, l_d: float, threshold: float = 0.05, window: int = 1) -> dict[str, float]:
-    """All metrics of one trial in one view: curve metrics, escape ratio, isolation percentiles."""
-    m = curve_metrics(curve.w_d_ideal, curve.w_a, threshold, window)
+def trial_metrics(curve: Curve, l_d: float, threshold: float = 0.05, alpha: float = 0.01,
+                  decided: RefPoint | None = None) -> dict[str, float]:
+    """All metrics of one trial in one view: curve metrics, escape ratio, isolation percentiles (per second).
+    `decided`: the change point of another view of the same quantity (trial_refs)."""
+    m = curve_metrics(curve.w_d_ideal, curve.w_a, curve.groups, threshold, alpha, decided)
     m["escape"] = escape_ratio(float(curve.w_d[-1]), l_d)
-    m.update(isolation_percentiles(curve.bucket_w_a, m["W_a_ref"]))
+    # isol against the undisturbed level (resctl's convention), per second
+    m.update(isolation_percentiles(per_second(curve.bucket_t, curve.bucket_w_a), float(curve.w_a[0])))
     return m
 
 
+def trial_refs(curves_: list[Curve], threshold: float = 0.05, alpha: float = 0.01) -> dict[str, RefPoint | None]:
+    """Per view, the change point its metrics use: a trial's host and eBPF views count the same quantity
+    (CPU time, bytes) twice, so the host view's test decides for both; a borderline step must not put the
+    reference at the start in one and at the last step in the other (0.08 of I_intFree apart, in a real
+    runc escape trial). The guest view measures something else (throughput) and decides for itself."""
+    host = next((c for c in curves_ if c.view == "host"), None)
+    shared = reference_point(host.w_d_ideal, host.w_a, host.groups, threshold, alpha) if host else None
+    return {c.view: shared if c.view in ("host", *SAME_QUANTITY_AS_HOST) else None for c in curves_}
+
+
 def aggregate(rows: list[dict]) -> list[dict]:
-    """Per-trial rows (runtime, scenario, resource, view, metric, value) → mean and 95 % CI per cell."""
+    """Per-trial rows (runtime, scenario, resource, view, metric, value[, trial_id]) → mean and 95 % CI per
+    cell. S_I of a cell is Volpert's: min/max of the cell's mean I_intFree and mean I_plr (similarity_ci),
+    not the mean of per-trial S_I; the two agree only at n = 1."""
     cells: dict[tuple, list[float]] = {}
-    for r in rows:
-        key = (r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"])
-        cells.setdefault(key, []).append(r["value"])
+    pairs: dict[tuple, dict[object, dict[str, float]]] = {}
+    for i, r in enumerate(rows):
+        key = (r["runtime"], r["scenario"], r["resource"], r["view"])
+        if r["metric"] in ("I_intFree", "I_plr"):
+            pairs.setdefault(key, {}).setdefault(r.get("trial_id", i), {})[r["metric"]] = r["value"]
+        if r["metric"] != "S_I":
+            cells.setdefault((*key, r["metric"]), []).append(r["value"])
     out = []
     for (rt, sc, res, view, metric), values in cells.items():
         mean, lo, hi, n = mean_ci(values)
         out.append({"runtime": rt, "scenario": sc, "resource": res, "view": view, "metric": metric,
                     "value": mean, "ci_low": lo, "ci_high": hi, "n": n})
+    for (rt, sc, res, view), trials in pairs.items():
+        both = [(t["I_intFree"], t["I_plr"]) for t in trials.values() if "I_intFree" in t and "I_plr" in t]
+        value, lo, hi, n = similarity_ci([a for a, _ in both], [b for _, b in both])
+        if n == 0:
+            continue
+        out.append({"runtime": rt, "scenario": sc, "resource": res, "view": view, "metric": "S_I",
+                    "value": value, "ci_low": lo, "ci_high": hi, "n": n})
     return out

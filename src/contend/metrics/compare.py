@@ -11,16 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-# +1: higher is better, -1: lower is better; metrics not listed are descriptive (W_a_ref, W_d_ref)
-DIRECTION: dict[str, int] = {
-    "I_intFree": 1, "I_plr": 1, "S_I": 1, "I_intBase": 1, "I_end": 1, "I_base": 1,
-    "isol_mean": 1, "isol_p01": 1, "isol_p05": 1, "isol_p50": 1,
-    "loss": -1, "escape": -1,
-    # protection metrics of guard studies (metrics/protection.py)
-    "work_conservation": 1, "lat_imp": 1, "reaction_s": -1, "reclaim_s": -1, "burst_completion_s": -1,
-}
+from .directions import DESCRIPTIVE, direction
+
 KEY = ("runtime", "scenario", "resource", "view", "metric")
-VERDICTS = ("worse", "better", "same", "untested", "descriptive", "not measured", "only in A", "only in B")
+VERDICTS = ("worse", "better", "same", "untested", "descriptive", "unknown", "not measured", "only in A", "only in B")
 
 
 @dataclass(frozen=True)
@@ -66,24 +60,30 @@ def cell_of(row: dict) -> Cell:
     return Cell(float(row["value"]), float(row["ci_low"]), float(row["ci_high"]), int(row["n"]))
 
 
-def judge(metric: str, a: Cell, b: Cell, min_change: float) -> tuple[bool | None, str]:
-    """(overlap, verdict) of one cell measured on both sides."""
-    direction = DIRECTION.get(metric)
+def judge(metric: str, a: Cell, b: Cell, min_change: float, headline: int | None = None) -> tuple[bool | None, str]:
+    """(overlap, verdict) of one cell measured on both sides; its direction from directions.py (`headline`:
+    the benchmark's, for the parallel suite's ratios)."""
+    way = direction(metric, headline)
     if not (a.measured and b.measured):
         return None, "not measured"
     overlap = (a.ci_low <= b.ci_high and b.ci_low <= a.ci_high) if a.has_ci and b.has_ci else None
-    if direction is None:
+    if way is None:
+        return overlap, "unknown"
+    if way == DESCRIPTIVE:
         return overlap, "descriptive"
     if overlap is None:
         return None, "untested"
-    gain = direction * (b.value - a.value)
+    gain = way * (b.value - a.value)
     if overlap or abs(gain) < min_change:
         return overlap, "same"
     return overlap, "better" if gain > 0 else "worse"
 
 
-def compare(a_rows: list[dict], b_rows: list[dict], min_change: float = 0.05) -> list[Comparison]:
-    """Every cell of either side (rows as in metrics.csv), in A's order then B's new ones."""
+def compare(a_rows: list[dict], b_rows: list[dict], min_change: float = 0.05,
+            headlines: dict[str, int] | None = None) -> list[Comparison]:
+    """Every cell of either side (rows as in metrics.csv), in A's order then B's new ones. `headlines`:
+    resource (a parallel-suite benchmark) -> its headline figure's direction."""
+    headlines = headlines or {}
     a = {tuple(r[k] for k in KEY): cell_of(r) for r in a_rows}
     b = {tuple(r[k] for k in KEY): cell_of(r) for r in b_rows}
     out = []
@@ -93,7 +93,7 @@ def compare(a_rows: list[dict], b_rows: list[dict], min_change: float = 0.05) ->
             verdict = "only in B" if ca is None else "only in A"
             out.append(Comparison(*key, ca, cb, math.nan, None, verdict))
             continue
-        overlap, verdict = judge(key[4], ca, cb, min_change)
+        overlap, verdict = judge(key[4], ca, cb, min_change, headlines.get(key[2]))
         out.append(Comparison(*key, ca, cb, cb.value - ca.value, overlap, verdict))
     return out
 

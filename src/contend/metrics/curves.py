@@ -6,7 +6,7 @@ measured capacity, so that every view's curve has the same axes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from ..spec import size_bytes
 VIEWS = {
     "cpu": (("host", "cgroup", "cpu", "cpus"),
             ("ebpf", "ebpf", "cpu", "cpus"),
-            ("guest", "load", "bogo_ops_s", "cpu_bogo_ops_s")),
+            ("guest", "load", "ops_s", "cpu_agent_ops_s")),
     "memory": (("host", "cgroup", "mem_bytes", "memory_pool_bytes"),
                ("ebpf", "ebpf", "rss_bytes", "memory_pool_bytes"),
                ("guest", "load", "rss_bytes", "memory_pool_bytes")),
@@ -29,6 +29,9 @@ VIEWS = {
                 ("ebpf", "ebpf", "net_bytes_s", "network_bytes_s"),
                 ("guest", "load", "bps", "network_bps")),
 }
+
+# views that count the host view's quantity again, by other means (their change point is the host view's)
+SAME_QUANTITY_AS_HOST = ("ebpf",)
 
 
 @dataclass
@@ -46,8 +49,9 @@ class Curve:
     w_d_ideal: np.ndarray  # per step
     w_d: np.ndarray  # achieved, per step
     w_a: np.ndarray  # per step
-    bucket_t: np.ndarray  # per bucket of the ramp (for percentiles and timelines)
+    bucket_t: np.ndarray  # per bucket of the ramp, past each step's trims (for percentiles and timelines)
     bucket_w_a: np.ndarray
+    groups: list[np.ndarray] = field(default_factory=list)  # W_a's buckets of each step (the change-point test)
 
 
 @dataclass
@@ -70,7 +74,7 @@ def capacity_of(resource: str, capacity: dict) -> dict[str, float]:
     """What 100 % of the resource is, in each view's unit (a trial's capacity record holds the inputs)."""
     if resource == "cpu":
         cpus = float(capacity["cpus"])
-        return {"cpus": cpus, "cpu_bogo_ops_s": float(capacity.get("cpu_bogo_ops_s_per_cpu", 0.0)) * cpus}
+        return {"cpus": cpus, "cpu_agent_ops_s": float(capacity.get("cpu_agent_ops_s_per_cpu", 0.0)) * cpus}
     if resource == "memory":
         return {"memory_pool_bytes": float(capacity.get("memory_pool_bytes", 0.0))}
     if resource == "disk":
@@ -82,24 +86,18 @@ def capacity_of(resource: str, capacity: dict) -> dict[str, float]:
     raise KeyError(resource)
 
 
-def in_step(t: np.ndarray, s: StepWindow, trim: float) -> np.ndarray:
-    """Mask of the samples inside a step, its first `trim` share skipped as the transient."""
-    return (t >= s.t_start + trim * (s.t_end - s.t_start)) & (t <= s.t_end)
-
-
-def step_means(t: np.ndarray, v: np.ndarray, steps: list[StepWindow], trim: float) -> np.ndarray:
-    """Mean of each step's samples after its transient."""
-    out = np.full(len(steps), np.nan)
-    for i, s in enumerate(steps):
-        m = in_step(t, s, trim)
-        if m.any():
-            out[i] = float(v[m].mean())
-    return out
+def in_step(t: np.ndarray, s: StepWindow, trim: float, trim_end: float = 0.0) -> np.ndarray:
+    """Mask of the samples inside a step's window (where its level was in force), its first `trim` share
+    skipped as the transient and its last `trim_end` share as the hand-over to the next level."""
+    length = s.t_end - s.t_start
+    return (t > s.t_start + trim * length) & (t <= s.t_end - trim_end * length)
 
 
 def curves(resource: str, samples: Samples, steps: list[StepWindow], capacity: dict,
-           trim: float = 0.25) -> list[Curve]:
-    """One curve per view that has data; the abiding tenant is W_a, the disruptive W_d."""
+           trim: float = 0.25, trim_end: float = 0.05) -> list[Curve]:
+    """One curve per view that has data; the abiding tenant is W_a, the disruptive W_d. A step's point is
+    the mean of its buckets inside its trimmed window, in every view (the guest view's buckets are the load
+    agent's report intervals)."""
     caps = capacity_of(resource, capacity)
     steps = sorted(steps, key=lambda s: s.step)
     ideal = np.array([s.ideal.get("disruptive", 0.0) for s in steps])
@@ -113,14 +111,20 @@ def curves(resource: str, samples: Samples, steps: list[StepWindow], capacity: d
         if len(ta) == 0:
             continue
         va, vd = va / cap, vd / cap
-        w_a = step_means(ta, va, steps, 0.0 if source == "load" else trim)
-        w_d = step_means(td, vd, steps, 0.0 if source == "load" else trim) if len(td) else np.zeros(len(steps))
+        masks = [in_step(ta, s, trim, trim_end) for s in steps]
+        groups = [va[m] for m in masks]
+        w_a = np.array([g.mean() if len(g) else np.nan for g in groups])
+        w_d = np.full(len(steps), np.nan)
+        for i, s in enumerate(steps):
+            m = in_step(td, s, trim, trim_end)
+            if m.any():
+                w_d[i] = float(vd[m].mean())
         w_d = np.where(np.isnan(w_d) & (ideal == 0), 0.0, w_d)  # an idle tenant reports nothing
         if np.isnan(w_a).any():
             continue
-        steady = np.zeros(len(ta), bool)  # ramp buckets past each step's transient
-        for s in steps:
+        steady = np.zeros(len(ta), bool)  # ramp buckets inside each step's trimmed window
+        for s, m in zip(steps, masks):
             if s.phase == "ramp":
-                steady |= in_step(ta, s, trim)
-        out.append(Curve(view, ideal, w_d, w_a, ta[steady], va[steady]))
+                steady |= m
+        out.append(Curve(view, ideal, w_d, w_a, ta[steady], va[steady], groups))
     return out

@@ -7,38 +7,59 @@ The first point is the undisturbed baseline (w_d = 0).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 NAN = float("nan")
 
 
 @dataclass(frozen=True)
 class RefPoint:
-    w_d: float
-    w_a: float
+    w_d: float  # W_d,ref: the last applied W_d before the abiding curve left the baseline's band for good
+    w_a: float  # W_a,ref: the measured W_a there (inside the baseline's band; the baseline itself at the start)
     index: int
-    degraded: bool  # False: no change point, the reference is the undisturbed start
+    degraded: bool  # False: the curve never left the band for good; the reference is the undisturbed start
 
 
-def smooth(y: np.ndarray, window: int) -> np.ndarray:
-    """Centred moving average with shrinking windows at the edges."""
-    if window <= 1 or len(y) < 2:
-        return np.asarray(y, dtype=float)
-    half = window // 2
-    return np.array([y[max(0, i - half): i + half + 1].mean() for i in range(len(y))])
-
-
-def reference_point(w_d: np.ndarray, w_a: np.ndarray, threshold: float = 0.05, window: int = 1) -> RefPoint:
-    """The first w_d at which the smoothed abiding curve drops by more than `threshold` of its undisturbed level."""
-    w_d, w_a = np.asarray(w_d, float), np.asarray(w_a, float)
-    s = smooth(w_a, window)
+def below_band(w_a: np.ndarray, groups: list[np.ndarray] | None = None, threshold: float = 0.05,
+               alpha: float = 0.01) -> np.ndarray:
+    """Per point, has the abiding curve left the baseline's band (downwards)? The band is the baseline's own
+    noise with `threshold` × the baseline as its floor: a point is below it when it is more than the floor
+    below the baseline and, where its buckets are known (`groups`: each point's bucket values, the baseline's
+    first), a one-sided Welch t-test says its buckets are lower than the baseline's at level `alpha`."""
+    w_a = np.asarray(w_a, float)
     base = w_a[0]
-    below = np.nonzero(s < (1 - threshold) * base)[0]
-    if len(below) == 0:
-        return RefPoint(float(w_d[0]), float(base), 0, False)
-    i = int(below[0])
+    out = np.zeros(len(w_a), bool)
+    for k in range(1, len(w_a)):
+        if not base - w_a[k] > threshold * base:
+            continue
+        g0 = groups[0] if groups else None
+        gk = groups[k] if groups and k < len(groups) else None
+        if g0 is None or gk is None or len(g0) < 2 or len(gk) < 2:
+            out[k] = True  # no buckets to test against: the floor alone
+            continue
+        with warnings.catch_warnings():  # near-constant buckets: scipy warns, the p-value still says it
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = stats.ttest_ind(gk, g0, equal_var=False, alternative="less").pvalue
+        out[k] = bool(p < alpha) or not np.isfinite(p)  # nan: two constant groups, a drop beyond the floor
+    return out
+
+
+def reference_point(w_d: np.ndarray, w_a: np.ndarray, groups: list[np.ndarray] | None = None,
+                    threshold: float = 0.05, alpha: float = 0.01) -> RefPoint:
+    """W_d,ref = the last applied W_d before the curve leaves the baseline's band (below_band) and stays out
+    of it to the end of the ramp; W_a,ref = the measured W_a there, which is inside the band (Krebs' reference
+    point lies on the measured curve: the non-isolated line starts where the curve does, so a curve that falls
+    with slope −1 scores 0, not below it). No such point: the undisturbed start. A one-step dip the curve
+    recovers from is not a change point; a drop first seen at the last step is a degradation one step long."""
+    w_d, w_a = np.asarray(w_d, float), np.asarray(w_a, float)
+    below = below_band(w_a, groups, threshold, alpha)
+    if len(w_a) < 2 or not below[-1]:
+        return RefPoint(float(w_d[0]), float(w_a[0]), 0, False)
+    i = int(np.nonzero(~below)[0][-1])  # the last point inside the band; every later one is below it
     return RefPoint(float(w_d[i]), float(w_a[i]), i, True)
 
 
@@ -128,15 +149,28 @@ def escape_ratio(achieved: float, limit: float) -> float:
 
 
 def isol_series(w_a: np.ndarray, w_a_ref: float) -> np.ndarray:
-    """resctl-style per-sample isol = min(W_a / W_a,ref, 1); empty without samples or a reference."""
+    """resctl-style isol = min(W_a / W_a,ref, 1) of each value; empty without values or a reference."""
     w_a = np.asarray(w_a, float)
     if len(w_a) == 0 or not w_a_ref > 0:
         return np.array([])
     return np.minimum(w_a / w_a_ref, 1.0)
 
 
+def per_second(t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The mean of the values in each whole second of t (resctl-bench's isol is per second); a second with
+    fewer than half the values of the fullest one (cut by a step's trims) is left out."""
+    t, v = np.asarray(t, float), np.asarray(v, float)
+    if len(t) == 0:
+        return np.array([])
+    sec = np.floor(t).astype(int)
+    keys, inverse, counts = np.unique(sec, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=v)
+    keep = counts >= counts.max() / 2
+    return sums[keep] / counts[keep]
+
+
 def isolation_percentiles(w_a: np.ndarray, w_a_ref: float) -> dict[str, float]:
-    """Per-sample isol (isol_series): p01, p05, p50 and mean."""
+    """isol of each value (isol_series): p01, p05, p50 and mean."""
     isol = isol_series(w_a, w_a_ref)
     if len(isol) == 0:
         return {k: NAN for k in ("isol_p01", "isol_p05", "isol_p50", "isol_mean")}
@@ -149,9 +183,15 @@ def degradation(disturbed: float, base: float) -> float:
     return (1 - disturbed / base) * 100 if base else NAN
 
 
-def curve_metrics(w_d: np.ndarray, w_a: np.ndarray, threshold: float = 0.05, window: int = 1) -> dict[str, float]:
-    """Every curve metric at once, keyed by the names metrics.csv uses."""
-    ref = reference_point(w_d, w_a, threshold, window)
+def curve_metrics(w_d: np.ndarray, w_a: np.ndarray, groups: list[np.ndarray] | None = None,
+                  threshold: float = 0.05, alpha: float = 0.01, decided: RefPoint | None = None) -> dict[str, float]:
+    """Every curve metric at once, keyed by the names metrics.csv uses. `decided`: a change point found on
+    another view of the same quantity (its index is used; W_a,ref is this curve's own value there)."""
+    w_d, w_a = np.asarray(w_d, float), np.asarray(w_a, float)
+    if decided is None:
+        ref = reference_point(w_d, w_a, groups, threshold, alpha)
+    else:
+        ref = RefPoint(float(w_d[decided.index]), float(w_a[decided.index]), decided.index, decided.degraded)
     plr = i_plr(w_a)
     free = i_int_free(w_d, w_a, ref)
     return {

@@ -1,4 +1,4 @@
-"""Repetitions: mean and Student-t 95 % confidence interval."""
+"""Repetitions: mean and Student-t 95 % confidence interval; S_I of a cell with a bootstrap interval."""
 from __future__ import annotations
 
 import math
@@ -18,3 +18,28 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
         return m, math.nan, math.nan, n
     half = float(stats.t.ppf((1 + level) / 2, n - 1) * v.std(ddof=1) / math.sqrt(n))
     return m, m - half, m + half, n
+
+
+def similarity_ci(i_int_free, i_plr, level: float = 0.95, resamples: int = 2000,
+                  seed: int = 0) -> tuple[float, float, float, int]:
+    """(S_I, ci_low, ci_high, n) of a cell: S_I = min/max of the mean I_intFree and the mean I_plr over the
+    trials that have both (Volpert Table 4), its interval a percentile bootstrap over those trials (the pairs
+    resampled together, a fixed seed: the same data give the same interval). The CI is nan for n < 2."""
+    from .isolation import similarity
+    pairs = np.asarray([(a, b) for a, b in zip(i_int_free, i_plr)
+                        if a is not None and b is not None and math.isfinite(a) and math.isfinite(b)], float)
+    n = len(pairs)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0
+    value = similarity(float(pairs[:, 0].mean()), float(pairs[:, 1].mean()))
+    if n < 2:
+        return value, math.nan, math.nan, n
+    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    means = pairs[idx].mean(axis=1)  # (resamples, 2)
+    lo, hi = np.minimum(means[:, 0], means[:, 1]), np.maximum(means[:, 0], means[:, 1])
+    ok = hi > 1e-12
+    boot = lo[ok] / hi[ok]
+    if len(boot) == 0:
+        return value, math.nan, math.nan, n
+    q = (1 - level) / 2
+    return value, float(np.quantile(boot, q)), float(np.quantile(boot, 1 - q)), n

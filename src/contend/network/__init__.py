@@ -6,7 +6,7 @@ every tenant's traffic queues in that one FIFO. A tenant's own limit is a token 
 since no runtime sets a network rate itself.
 
     tenant netns contend-<uid>-<tenant>  eth0 ── contend<t><uid6> ─┐
-                                                                   bridge contendb<uid6> ── contends<uid6> ──[tbf: capacity]── eth0  netns contend-<uid>-sink (iperf3 servers)
+                                                                   bridge contendb<uid6> ── contends<uid6> ──[tbf: capacity]── eth0  netns contend-<uid>-sink (load agent sinks)
 
 Everything is named with contend's prefix, so `contend clean` finds what a crash left (netns contend-*,
 links contend*).
@@ -19,6 +19,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..load.agent import build_agent
 
 NETNS_DIR = Path("/run/netns")
 SUBNET = "10.199.0"
@@ -100,7 +102,7 @@ class Link:
                 if limit:
                     tbf(port.netns, "eth0", limit)
                 self.servers.append(subprocess.Popen(
-                    ["nsenter", f"--net={self.sink.netns_path}", "iperf3", "-s", "-p", str(port.server_port)],
+                    ["nsenter", f"--net={self.sink.netns_path}", str(build_agent()), "sink", str(port.server_port)],
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     start_new_session=True))
             self._wait_servers()
@@ -121,7 +123,7 @@ class Link:
         _ip("link", "set", p.host_dev, "master", self.bridge, "up")
 
     def _wait_servers(self, timeout: float = 10) -> None:
-        """Until every iperf3 server listens (ss in the sink's namespace)."""
+        """Until every sink listens (ss in the sink's namespace)."""
         want = {str(p.server_port) for p in self.ports.values()}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -130,9 +132,9 @@ class Link:
             if all(f":{port} " in out for port in want):
                 return
             if any(s.poll() is not None for s in self.servers):
-                raise NetworkError("iperf3 server exited at start")
+                raise NetworkError("a sink exited at start")
             time.sleep(0.05)
-        raise NetworkError(f"iperf3 servers not listening after {timeout:g}s")
+        raise NetworkError(f"sinks not listening after {timeout:g}s")
 
     def down(self) -> None:
         """Remove everything up() made; idempotent, and quiet about what is already gone."""
@@ -148,7 +150,7 @@ class Link:
 
 
 def remove_netns(name: str) -> None:
-    """Kill what still runs in a namespace (an iperf3 server a SIGKILLed contend left), then delete it."""
+    """Kill what still runs in a namespace (a sink a SIGKILLed contend left), then delete it."""
     pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
     for pid in pids:
         try:

@@ -165,6 +165,7 @@ class BpftraceProbes:
         of = {m: p for p in probes for m in p.maps}
         last_ns: int | None = None
         stamp, dt = 0.0, self.period
+        printed: set[str] = set()  # the maps this tick printed already
         assert self._proc and self._proc.stdout
         for line in self._proc.stdout:
             try:
@@ -177,11 +178,13 @@ class BpftraceProbes:
                 ready.set()
             elif kind == "printf" and str(msg.get("data", "")).startswith("tick"):
                 stamp, dt, last_ns = tick(str(msg["data"]), last_ns, self.period, self.clock0)
+                printed.clear()
             elif kind == "map":
                 for name, by_key in msg["data"].items():
                     m = name.lstrip("@")
-                    if m not in quantity or not isinstance(by_key, dict):
-                        continue
+                    if m not in quantity or not isinstance(by_key, dict) or m in printed:
+                        continue  # a map again before the next tick: bpftrace's dump at exit, a part-bucket
+                    printed.add(m)
                     probe = of[m]
                     ids = self._devs if probe.key == "netdev" else self._ids
                     totals = per_tenant(by_key, ids, alive=probe.level)

@@ -13,9 +13,9 @@ from ..store import Store
 from .analyze import analyze, settings, trial_curves
 from .figures import heatmap_figure, isolation_figure, save, timeline_figure
 from .page import read_yaml, write_page
-from .table import HEADLINE, TABLE4, pivot, rich_table4, table4, table4_markdown, views_in
+from .table import HEADLINE, TABLE4, pivot, rich_views, table4, table4_markdown, views_in
 
-__all__ = ["Written", "analyze", "build", "failures", "refresh", "rich_table4"]
+__all__ = ["Written", "analyze", "build", "failures", "refresh", "rich_views"]
 
 
 @dataclass
@@ -25,10 +25,10 @@ class Written:
     table: Group  # the results table(s) for the terminal
 
 
-def refresh(directory: Path, store: Store, title: str, width: int = 80) -> Written:
+def refresh(directory: Path, store: Store, title: str) -> Written:
     """Everything a results directory shows, from its store: metrics, metrics.csv, Table 4 per view
-    (table4-<view>.md), figures, report.html. The terminal gets Table 4 of the first view measured
-    (eBPF, as in the paper, else the cgroup counters)."""
+    (table4-<view>.md), figures, report.html. The terminal gets Table 4's metrics with every view side by
+    side (rich_views)."""
     kind = read_yaml(directory / "spec.yaml").get("kind")
     if kind == "guard":
         from .protection import refresh_protection
@@ -45,8 +45,7 @@ def refresh(directory: Path, store: Store, title: str, width: int = 80) -> Writt
     tables = {view: table4(rows, notes, view, brackets=True) for view in views}
     for view, t4 in tables.items():
         (directory / f"table4-{view}.md").write_text(table4_markdown(t4, f"{title} ({view} view)"))
-    table = rich_table4(table4(rows, notes, views[0]), f"{title} ({views[0]} view; others in table4-*.md)",
-                        width)
+    table = rich_views(rows, notes, title)
     return Written(rows, build(directory, store, rows, notes, tables), table)
 
 
@@ -83,7 +82,7 @@ def build(directory: Path, store: Store, rows: list[dict], notes: dict[tuple, st
     groups: dict[tuple, list] = {}
     timelines = []
     for t in trials:
-        for c in trial_curves(store, t, cfg.trim):
+        for c in trial_curves(store, t, cfg):
             groups.setdefault((t["runtime"], t["scenario"], t["resource"], c.view), []).append(c)
         title = f"{t['runtime']} · {t['scenario']} · {t['resource']} · rep {t['repetition']}"
         png = save(timeline_figure(title, store.samples(t["trial_id"]), store.steps(t["trial_id"]), t,
@@ -96,7 +95,7 @@ def build(directory: Path, store: Store, rows: list[dict], notes: dict[tuple, st
     isolation = []
     for key, reps in sorted(groups.items()):
         title = " · ".join(key)
-        png = save(isolation_figure(title, reps, cfg.threshold, cfg.smooth), figdir / ("isolation-" + "-".join(key)))
+        png = save(isolation_figure(title, reps, cfg.threshold, cfg.alpha), figdir / ("isolation-" + "-".join(key)))
         isolation.append({"title": title, "png": png})
     return write_page(
         directory, "report.html.j2", heatmaps + isolation + timelines, n_ok=len(trials), n_trials=len(store.trials()),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..metrics import aggregate, curves, trial_metrics
+from ..metrics import aggregate, curves, trial_metrics, trial_refs
 from ..spec import Metrics
 from ..store import METRICS_CSV, Store, write_metrics_csv
 from .page import read_yaml
@@ -17,15 +17,17 @@ def settings(directory: Path) -> Metrics:
         return Metrics()
 
 
-def trial_curves(store: Store, trial: dict, trim: float):
+def trial_curves(store: Store, trial: dict, cfg: Metrics):
     return curves(trial["resource"], store.samples(trial["trial_id"]), store.steps(trial["trial_id"]),
-                  trial["capacity"], trim)
+                  trial["capacity"], cfg.trim, cfg.trim_end)
 
 
 def analyze_trial(store: Store, trial: dict, cfg: Metrics) -> None:
     rows = []
-    for c in trial_curves(store, trial, cfg.trim):
-        m = trial_metrics(c, trial["scenario_params"]["l_d"], cfg.threshold, cfg.smooth)
+    found = trial_curves(store, trial, cfg)
+    refs = trial_refs(found, cfg.threshold, cfg.alpha)
+    for c in found:
+        m = trial_metrics(c, trial["scenario_params"]["l_d"], cfg.threshold, cfg.alpha, refs[c.view])
         rows += [(c.view, k, v) for k, v in m.items()]
     store.set_trial_metrics(trial["trial_id"], rows)
 

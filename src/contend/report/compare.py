@@ -15,7 +15,7 @@ from .table import cell
 
 __all__ = ["as_json", "compare_dirs", "regressions", "rich_compare"]
 
-STYLE = {"worse": "bold red", "better": "green", "same": "", "untested": "dim", "descriptive": "dim",
+STYLE = {"worse": "bold red", "better": "green", "same": "", "untested": "dim", "descriptive": "dim", "unknown": "dim",
          "not measured": "dim", "only in A": "yellow", "only in B": "yellow"}
 
 
@@ -29,8 +29,14 @@ def load(directory: Path) -> list[dict]:
     return read_metrics_csv(path)
 
 
+def headlines() -> dict[str, int]:
+    """The parallel suite's benchmarks: the direction of each one's headline figure (its ratios follow it)."""
+    from ..parallel.benchmarks import BENCHMARKS
+    return {name: 1 if b.higher_is_better else -1 for name, b in BENCHMARKS.items()}
+
+
 def compare_dirs(a: Path, b: Path, min_change: float) -> list[Comparison]:
-    comps = compare(load(a), load(b), min_change)
+    comps = compare(load(a), load(b), min_change, headlines())
     if comps and all(c.verdict.startswith("only in") for c in comps):
         raise ValueError(f"{a} and {b} share no cell (runtime, scenario, resource, view, metric): not the same study")
     return comps

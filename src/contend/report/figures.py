@@ -30,7 +30,7 @@ def save(fig: Figure, path: Path) -> Path:
     return png
 
 
-def isolation_figure(title: str, reps: list[Curve], threshold: float, window: int) -> Figure:
+def isolation_figure(title: str, reps: list[Curve], threshold: float, alpha: float = 0.01) -> Figure:
     """W_a over W_d: every repetition faint, their mean bold, the isolated and non-isolated lines,
     the change point marked and the area behind I_intFree shaded."""
     fig, ax = plt.subplots(figsize=(5.2, 3.8))
@@ -38,7 +38,9 @@ def isolation_figure(title: str, reps: list[Curve], threshold: float, window: in
         ax.plot(c.w_d_ideal, c.w_a, color="tab:red", alpha=0.25, lw=1, marker=".")
     x = reps[0].w_d_ideal
     mean = np.mean([c.w_a for c in reps], axis=0)
-    ref = reference_point(x, mean, threshold, window)
+    pooled = [np.concatenate([c.groups[k] for c in reps if k < len(c.groups)] or [np.array([])])
+              for k in range(len(x))]  # every repetition's buckets of a step, for the change-point test
+    ref = reference_point(x, mean, pooled, threshold, alpha)
     ax.plot(x, mean, color="tab:red", lw=2.2, marker="o", ms=4, label=f"measured (mean of {len(reps)})")
     ax.axhline(ref.w_a, color="tab:green", ls="--", lw=1.2, label="perfectly isolated")
     xs = np.linspace(ref.w_d, max(x.max(), ref.w_d + ref.w_a), 50)
@@ -80,7 +82,7 @@ def timeline_figure(title: str, samples, steps, trial: dict, events: list[dict])
     ax.axhline(sc["l_a"], color="tab:green", ls="--", lw=0.8, alpha=0.7, label="l_a (limit)")
     ax.axhline(sc["l_d"], color="tab:red", ls="--", lw=0.8, alpha=0.7, label="l_d (limit)")
     for e in events:
-        if e["kind"] in ("oom-kill", "load-failed"):
+        if e["kind"] in ("oom-kill", "load-failed", "load-stopped", "load-restarted"):
             ax.axvline(e["t"], color="black", lw=0.8)
             ax.annotate(e["kind"], (e["t"], ax.get_ylim()[1] * 0.95), fontsize=7, rotation=90, va="top")
     ax.set_xlabel("time since probes started (s)")

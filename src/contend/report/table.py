@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Iterable
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -51,6 +53,22 @@ ESCAPED = 1.05  # escape ratio above which a cell is flagged: the disruptive ten
 VIEW_ORDER = ("ebpf", "host", "guest")
 
 
+def by_cell(rows: list[dict]) -> tuple[dict[tuple, dict], list[str]]:
+    """{(runtime, scenario, resource): {view: {metric: row}}}, and the resources in the study's order."""
+    by: dict[tuple, dict] = {}
+    for r in rows:
+        by.setdefault((r["runtime"], r["scenario"], r["resource"]), {}).setdefault(r["view"], {})[r["metric"]] = r
+    resources = [res for res in RESOURCES if any(k[2] == res for k in by)]
+    return by, resources + sorted({k[2] for k in by} - set(resources))
+
+
+def footnote(footnotes: list[str], text: str) -> str:
+    """A footnote's mark, "(k)", the text added to the list once."""
+    if text not in footnotes:
+        footnotes.append(text)
+    return f"({footnotes.index(text) + 1})"
+
+
 def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool = False) -> dict:
     """Table 4 for one view (pure): rows runtime × scenario, columns resource × (I_intFree, I_plr, S_I).
 
@@ -59,17 +77,9 @@ def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool 
     says n/a and points at its reason; a cell whose disruptive tenant escaped its limit is flagged with `!`
     and the escape ratio in a footnote.
     """
-    by: dict[tuple, dict] = {}
-    for r in rows:
-        by.setdefault((r["runtime"], r["scenario"], r["resource"]), {}).setdefault(r["view"], {})[r["metric"]] = r
-    resources = [res for res in RESOURCES if any(k[2] == res for k in by)]
-    resources += sorted({k[2] for k in by} - set(resources))
+    by, resources = by_cell(rows)
     footnotes: list[str] = []
-
-    def mark(text: str) -> str:
-        if text not in footnotes:
-            footnotes.append(text)
-        return f"({footnotes.index(text) + 1})"
+    mark = partial(footnote, footnotes)
 
     out = []
     for rt, sc in sorted({(k[0], k[1]) for k in by}):
@@ -104,24 +114,50 @@ def views_in(rows: list[dict]) -> list[str]:
     return [v for v in VIEW_ORDER if v in present] + sorted(present - set(VIEW_ORDER))
 
 
-def rich_table4(t4: dict, title: str, width: int = 80) -> Group:
-    """Table 4 for a terminal: whole when it fits `width`, else one table per resource (same rows)."""
-    per_res = 3 * 14
-    groups = [t4["resources"]] if 24 + per_res * len(t4["resources"]) <= width else \
-        [[res] for res in t4["resources"]]
-    tables = []
-    for i, resources in enumerate(groups):
-        t = Table(title=title if i == 0 else None, title_justify="left")
-        t.add_column("runtime")
-        t.add_column("scenario")
-        for res in resources:
-            for m in TABLE4:
-                t.add_column(f"{res}\n{m}", justify="right", no_wrap=True)
-        for r in t4["rows"]:
-            t.add_row(r["runtime"], r["scenario"], *(r["cells"][(res, m)] for res in resources for m in TABLE4))
-        tables.append(t)
-    notes = [Text(f"({i + 1}) {f}") for i, f in enumerate(t4["footnotes"])]
-    return Group(*tables, *notes)
+def rich_views(rows: list[dict], notes: dict[tuple, str], title: str) -> Group:
+    """The terminal's results table: per resource, rows runtime × scenario × metric (Table 4's I_intFree,
+    I_plr, S_I), one column per view side by side, mean ± half the 95 % interval and n. No vertical rules and
+    at most ~72 columns, so it reads the same in an 80-column terminal and through a pipe."""
+    by, resources = by_cell(rows)
+    views = views_in(rows) or ["host"]
+    footnotes: list[str] = []
+    mark = partial(footnote, footnotes)
+
+    parts: list = []
+    for i, res in enumerate(resources):
+        t = Table(title=f"{title}: {res}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for name in ("runtime", "scenario", "metric"):
+            t.add_column(name, no_wrap=True)
+        for v in views:
+            t.add_column(v, justify="right", no_wrap=True)
+        t.add_column("n", justify="right", no_wrap=True)
+        for rt, sc in sorted({(k[0], k[1]) for k in by if k[2] == res}):
+            per_view = by[(rt, sc, res)]
+            measured = {v: {m: r for m, r in ms.items() if r["n"] > 0 and not math.isnan(r["value"])}
+                        for v, ms in per_view.items()}
+            if not any(measured.values()):
+                t.add_row(rt, sc, "", *(["n/a"] * len(views)),
+                          mark(notes.get((rt, sc, res)) or "nothing measured"))
+                continue
+            # the limit is the kernel's: its own counters say whether it held (the guest's unit is throughput)
+            esc = next((measured[v]["escape"]["value"] for v in ("host", "ebpf", "guest")
+                        if "escape" in measured.get(v, {})), 0.0)
+            flag = f" !{mark(f'escape: the disruptive tenant reached {esc:.2f}× its limit ({rt} {sc} {res})')}" \
+                if esc > ESCAPED else ""
+            n = max((r["n"] for ms in measured.values() for r in ms.values()), default=0)
+            for j, m in enumerate(TABLE4):
+                cells = []
+                for v in views:
+                    r = measured.get(v, {}).get(m)
+                    cells.append(ci_text(r, brackets=False) if r else "n/a")
+                t.add_row(rt if j == 0 else "", sc if j == 0 else "", m + (flag if m == "I_plr" else ""), *cells,
+                          str(n) if j == 0 else "")
+            t.add_section()
+        parts.append(t)
+    parts += [Text(f"({i + 1}) {f}") for i, f in enumerate(footnotes)]
+    parts.append(Text("mean ± half its 95 % interval over n repetitions; each view's Table 4 with [low, high] "
+                      "is in table4-<view>.md"))
+    return Group(*parts)
 
 
 def table4_markdown(t4: dict, title: str) -> str:

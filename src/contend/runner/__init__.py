@@ -17,8 +17,7 @@ from typing import Callable
 from .. import runtimes
 from ..cgroups import CgroupHost, IoLimit, Limits, detect
 from ..doctor.calibrate import write_iops_key
-from ..load import (CpuStress, FioLoad, IperfLoad, LoadGenerator, MemoryAllocator, RampController, Step,
-                    plan_steps)
+from ..load import CpuLoad, DiskLoad, LoadGenerator, MemoryLoad, NetworkLoad, RampController, Step, plan_steps
 from ..network import SINK_IP, Link, NetworkError
 from ..load.ramp import check_failures
 from ..metrics import StepWindow
@@ -81,13 +80,13 @@ def generator_for(resource: str, capacity: dict, link: Link | None = None,
                   limits: dict[str, float] | None = None) -> LoadGenerator:
     """The load of a resource; `limits` (tenant -> limit as a fraction of capacity) for memory's headroom."""
     if resource == "cpu":
-        return CpuStress(int(capacity["cpus"]))
+        return CpuLoad(int(capacity["cpus"]))
     if resource == "memory":
-        return MemoryAllocator(int(capacity["memory_pool_bytes"]), limits=limits)
+        return MemoryLoad(int(capacity["memory_pool_bytes"]), limits=limits)
     if resource == "disk":
-        return FioLoad(capacity["disk_write_iops"], block=capacity.get("disk_block", "4K"))
+        return DiskLoad(capacity["disk_write_iops"], block=capacity.get("disk_block", "4K"))
     if resource == "network" and link is not None:
-        return IperfLoad(capacity["network_bps"], SINK_IP, {t: p.server_port for t, p in link.ports.items()})
+        return NetworkLoad(capacity["network_bps"], SINK_IP, {t: p.server_port for t, p in link.ports.items()})
     raise ValueError(f"resource {resource!r} not supported")
 
 
@@ -153,18 +152,16 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
                           spec.trial.step_s)
         ctl = RampController(rt, containers, data_dirs, generator_for(tp.resource, capacity, link, fractions),
                              clock0)
-        records = ctl.run(plan, on_step)
+        ramp = ctl.run(plan, on_step)
         for p in probes:
             p.stop()
             result.samples += p.samples
-        for r in records:
-            result.steps.append(StepWindow(r.step.index, r.step.phase, r.t_start, r.t_end, dict(r.step.levels)))
-            mid = (r.t_start + r.t_end) / 2
-            for tenant, values in r.guest.items():
-                result.samples += [Sample(mid, tenant, "load", q, v) for q, v in values.items()]
-            result.events += [(r.t_end, tenant, "load-failed", what) for tenant, what in r.failures]
+        result.steps += [StepWindow(r.step.index, r.step.phase, r.t_start, r.t_end, dict(r.step.levels))
+                         for r in ramp.records]
+        result.samples += [Sample(t, tenant, "load", q, v) for t, tenant, q, v in ramp.guest]
+        result.events += ramp.events
         result.events += oom_events(result.samples)
-        check_failures(records)
+        check_failures(ramp)
         rec.status = "ok"
     except RuntimeError_ as e:
         rec.reason = str(e)

@@ -111,7 +111,7 @@ class Engine(Runtime):
         return c
 
     def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
-        return [self.binary, "exec", c.name, *argv]
+        return [self.binary, "exec", "-i", c.name, *argv]  # -i: stdin reaches the process (the load agent)
 
     def leftovers(self) -> list[str]:
         if not self.found() or not self.engine_running()[0]:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 RESOURCES = ("cpu", "memory", "disk", "network")
 
@@ -169,9 +170,18 @@ class Probes(Strict):
 
 
 class Metrics(Strict):
-    threshold: float = Field(default=0.05, gt=0, lt=1)  # change point: drop below (1 - threshold) × baseline
-    smooth: int = Field(default=3, ge=1, le=50)  # points in the moving average before change-point search
-    trim: float = Field(default=0.25, ge=0, lt=1)  # share of each step skipped as its transient
+    # the change point (docs/metrics.md): a step is out of the baseline's band when it is more than `threshold`
+    # of the baseline below it and a one-sided Welch t-test of its buckets against the baseline's rejects at `alpha`
+    threshold: float = Field(default=0.05, gt=0, lt=1)
+    alpha: float = Field(default=0.01, gt=0, lt=0.5)
+    trim: float = Field(default=0.25, ge=0, lt=1)  # share of each step's window skipped at its start (transient)
+    trim_end: float = Field(default=0.05, ge=0, lt=1)  # and at its end (the hand-over to the next level)
+
+    @model_validator(mode="after")
+    def _window_left(self):
+        if self.trim + self.trim_end >= 0.9:
+            raise ValueError("trim + trim_end must leave at least 10 % of each step")
+        return self
 
 
 class Spec(StudyKind):
