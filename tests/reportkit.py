@@ -1,8 +1,8 @@
 """Synthetic results directories with known answers, for the report's tests (no root, no containers).
 
 An isolation study: runc harmony cpu keeps the abiding tenant at 0.5 whatever the disruptive load
-(perfectly isolated); runc escape cpu loses one for one past W_d = 0.5, so its change point (the first
-degraded step) is W_d = 0.625, W_a = 0.375, I_intFree ≈ 0 and I_plr = 0.5; runsc escape cpu failed; an OOM
+(perfectly isolated); runc escape cpu loses one for one past W_d = 0.5, so its change point (the last step
+before the curve leaves the baseline's band for good) is W_d = 0.5, W_a = 0.5, I_intFree ≈ 0 and I_plr = 0.5; runsc escape cpu failed; an OOM
 kill is recorded at t = 9 s of the escape trials; only escape's disruptive tenant passes its limit.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from contend.store import Store, TrialRecord
 BASELINE_S, STEP_S = 4.0, 2.0
 LEVELS = (0.125, 0.25, 0.375, 0.5, 0.625, 0.75)  # the disruptive tenant's ramp, fraction of 2 CPUs
 LOSS_FROM = 0.5
-CHANGE_POINT = (0.625, 0.375)
+CHANGE_POINT = (0.5, 0.5)  # the last step inside the baseline's band; every later one is below it
 OOM_T = 9.0
 
 

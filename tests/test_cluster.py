@@ -189,9 +189,11 @@ def test_collect_refuses_a_kind_that_does_not_fan_out(tmp_path):
 def test_trial_list_is_the_plan():
     p = contend("trial", "list", str(PRESETS / "quick.yaml"))
     assert p.returncode == 0
-    assert p.stdout.splitlines() == ["runc.harmony.cpu.r1\trunc", "runc.escape.cpu.r1\trunc",
-                                     "runsc.harmony.cpu.r1\trunsc", "runsc.escape.cpu.r1\trunsc"]
-    assert len(contend("trial", "list", str(PRESETS / "quick.yaml"), "-n", "3").stdout.splitlines()) == 12
+    lines = p.stdout.splitlines()  # the demo: 3 repetitions of 4 cells
+    assert len(lines) == 12 and lines[:4] == ["runc.harmony.cpu.r1\trunc", "runc.escape.cpu.r1\trunc",
+                                              "runsc.harmony.cpu.r1\trunsc", "runsc.escape.cpu.r1\trunsc"]
+    assert lines[-1] == "runsc.escape.cpu.r3\trunsc"
+    assert len(contend("trial", "list", str(PRESETS / "quick.yaml"), "-n", "1").stdout.splitlines()) == 4
 
 
 # ------------------------------------------------------------------ the per-trial path, on real containers

@@ -22,6 +22,8 @@ from contend.report.protection import Run, alert_spans, run_timeline_figure, wor
 from contend.report.table import TABLE4, table4
 from contend.store import Store
 
+from contend.spec import Metrics
+
 from .reportkit import CHANGE_POINT, LEVELS, OOM_T, isolation_results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -39,9 +41,9 @@ def labels(ax) -> list[str]:
 def test_isolation_graph_has_every_repetition_the_references_and_the_change_point(results):
     with Store(results, read_only=True) as s:
         reps = [c for t in s.trials("ok") if t["scenario"] == "escape"
-                for c in trial_curves(s, t, 0.25) if c.view == "host"]
+                for c in trial_curves(s, t, Metrics()) if c.view == "host"]
     assert len(reps) == 3
-    ax = isolation_figure("runc · escape · cpu · host", reps, 0.05, 1).axes[0]
+    ax = isolation_figure("runc · escape · cpu · host", reps, 0.05).axes[0]
     assert "W_d" in ax.get_xlabel() and "W_a" in ax.get_ylabel() and ax.get_title() == "runc · escape · cpu · host"
     lines = ax.get_lines()
     faint = [ln for ln in lines if ln.get_alpha() == 0.25]

@@ -20,8 +20,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..load.agent import build_agent
-
 NETNS_DIR = Path("/run/netns")
 SUBNET = "10.199.0"
 SINK_IP = f"{SUBNET}.1"
@@ -89,6 +87,7 @@ class Link:
         return Port("sink", f"contend-{self.uid}-sink", f"contends{self.short}", SINK_IP, 0)
 
     def up(self) -> "Link":
+        from ..load.agent import build_agent  # here, not at the top: `contend clean` and the guard import this
         try:
             _ip("link", "add", self.bridge, "type", "bridge")
             _ip("link", "set", self.bridge, "up")
