@@ -9,6 +9,7 @@ own); so a report's time is where it was measured, not when a busy host got roun
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import threading
@@ -142,6 +143,8 @@ class Agent:
             err = last_line(self.proc.stderr.read()) if code is not None else ""
         except (OSError, ValueError):
             pass
+        said = re.search(r'msg="([^"]*)"', err)  # a runtime's log line (runc: time=… level=error msg="…")
+        err = said.group(1) if said else err
         return f"load agent exited {code}{(' ' + err) if err else ''}".strip()
 
     def stop(self, timeout: float = 10) -> None:
