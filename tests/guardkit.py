@@ -65,7 +65,9 @@ def kill_guard_with_caps(cg: Cgroup, device: str) -> None:
                           "--capacity", f"{device}=200M", "--metrics", "off"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
+        # 90 s: in the emulated (TCG) cgroup v2 guest, with no bytecode cache on its read-only root, the guard's
+        # Python start alone takes tens of seconds (30 s was missed on a fresh clone); the cap is what is tested
+        deadline = time.monotonic() + 90
         while not cg.io_limits().get(device) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert cg.io_limits().get(device), "the guard set no cap"
