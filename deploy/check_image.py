@@ -98,8 +98,14 @@ def container_args(tpl: dict, volumes: dict, mounts_from: dict, scratch: Path) -
         args += ["-v", f"{src}:{m['mountPath']}{':ro' if m.get('readOnly') else ''}"]
     for e in tpl.get("env", []):
         args += ["-e", f"{e['name']}={e.get('value') or 'node-' + scratch.name}"]
-    if tpl.get("securityContext", {}).get("privileged"):
+    sc = tpl.get("securityContext", {})
+    if sc.get("privileged"):
         args += privileged()
+    else:  # the hardened guard's: no capability, a read-only root, no privilege escalation
+        args += [a for c in sc.get("capabilities", {}).get("drop", []) for a in ("--cap-drop", c)]
+        args += ["--read-only"] if sc.get("readOnlyRootFilesystem") else []
+        args += ["--security-opt", "no-new-privileges"] if sc.get("allowPrivilegeEscalation") is False else []
+        args += ["--user", str(sc["runAsUser"])] if "runAsUser" in sc else []
     return args
 
 
@@ -170,9 +176,11 @@ def guard(work: Path) -> tuple[str, int, float]:
     """render-guard's DaemonSet container: it must find a pod's cgroup by its glob, serve metrics and remove
     its caps on SIGTERM."""
     from contend.cgroups import detect
+    from contend.doctor.calibrate import device_of
+    from contend.paths import DATA
     rendered = work / "guard"
-    sh(sys.executable, "-m", "contend.cli", "cluster", "render-guard", "--out", rendered, check=True,
-       capture_output=True)
+    sh(sys.executable, "-m", "contend.cli", "cluster", "render-guard", "--out", rendered, "--capacity",
+       f"{device_of(DATA)}=1G", check=True, capture_output=True)
     (ds,) = yaml.safe_load_all((rendered / "guard-daemonset.yaml").read_text())
     (cm,) = yaml.safe_load_all((rendered / "guard-configmap.yaml").read_text())
     pod = ds["spec"]["template"]["spec"]
@@ -207,9 +215,11 @@ def guard(work: Path) -> tuple[str, int, float]:
         for rel in ("kubepods/burstable", "kubepods"):
             host.cgroup(rel).remove()
     found = 'target="kubepods/burstable/pod0f1e2d3c"' in metrics
+    capped = '"event": "cap"' in logs and '"cap_bytes_s": null' not in logs.split('"event": "cap"')[1].split("\n")[0]
     removed = '"caps_removed": true' in logs
-    print(f"guard: pod cgroup found by glob and in metrics: {found}; caps removed on SIGTERM: {removed}")
-    return "guard daemonset", code if found and removed else 1, time.monotonic() - t0
+    print(f"guard (unprivileged, no capability): pod cgroup found by glob and in metrics: {found}; a cap written: "
+          f"{capped}; caps removed on SIGTERM: {removed}")
+    return "guard daemonset", code if found and capped and removed else 1, time.monotonic() - t0
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ PKGS=(runc crun runsc lxc bpftrace stress-ng fio iperf3 sysbench iproute2 util-l
       gcc libc6-dev bc                      # the parallel suite builds its C benchmarks; bc checks pi's digits
       postgresql mariadb-server mariadb-client   # the database victim (started by contend inside a tenant)
       chromium                              # the report's browser test (headless)
-      mmdebstrap)                           # make check-image: the base image, from Debian's mirror
+      mmdebstrap                            # make check-image: the base image, from Debian's mirror
+      golang-github-containers-common)      # /usr/share/containers/seccomp.json: the containers' seccomp profile
 # a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
 # the tests start it for their session only when it is not running
 command -v dockerd >/dev/null 2>&1 || PKGS+=(docker.io)
@@ -29,6 +30,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   if [ -n "$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi
+  # nor at boot: a host that runs contend need not serve a database or a docker socket because of it
+  # (only the services of packages installed here: a host's own docker stays as its owner set it)
+  declare -A SERVICES=([postgresql]="postgresql" [mariadb-server]="mariadb" [docker.io]="docker containerd")
+  for p in "${missing[@]}"; do
+    for svc in ${SERVICES[$p]:-}; do systemctl disable --quiet "$svc" 2>/dev/null || true; done
+  done
 fi
 # bpftrace needs tracefs
 if [ "$(id -u)" = 0 ] && [ ! -d /sys/kernel/tracing/events ]; then

@@ -61,6 +61,7 @@ def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, ca
 
 def kill_guard_with_caps(cg: Cgroup, device: str) -> None:
     """Start `contend guard` on cg, wait for its first cap, SIGKILL it: the cap stays behind."""
+    before = cg.io_limits().get(device)  # a user's own throttle, say
     p = subprocess.Popen([sys.executable, "-m", "contend.cli", "guard", "-t", f"cgroup:{cg.relpath}",
                           "--capacity", f"{device}=200M", "--metrics", "off"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -68,9 +69,9 @@ def kill_guard_with_caps(cg: Cgroup, device: str) -> None:
         # 90 s: in the emulated (TCG) cgroup v2 guest, with no bytecode cache on its read-only root, the guard's
         # Python start alone takes tens of seconds (30 s was missed on a fresh clone); the cap is what is tested
         deadline = time.monotonic() + 90
-        while not cg.io_limits().get(device) and time.monotonic() < deadline:
+        while cg.io_limits().get(device) == before and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert cg.io_limits().get(device), "the guard set no cap"
+        assert cg.io_limits().get(device) != before, "the guard set no cap"
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait()

@@ -106,13 +106,13 @@ def test_the_validators_are_strict(tmp_path):
 
 
 def test_the_guard_daemonset_protects_every_pod_and_serves_metrics(tmp_path):
-    p = contend("cluster", "render-guard", "--out", str(tmp_path))
+    p = contend("cluster", "render-guard", "--out", str(tmp_path), "--capacity", "259:0=2G")
     assert p.returncode == 0, p.stdout + p.stderr
-    assert validate_dir(tmp_path) == (3, [])
+    assert validate_dir(tmp_path) == (4, [])
     (ds,) = docs(tmp_path, "guard-daemonset.yaml")
     pod = ds["spec"]["template"]["spec"]
     (c,) = pod["containers"]
-    assert c["securityContext"] == {"privileged": True} and c["ports"][0]["name"] == "metrics"
+    assert c["ports"][0]["name"] == "metrics"
     assert "/sys/fs/cgroup" in {m["mountPath"] for m in c["volumeMounts"]} and "nodeSelector" not in pod
     (svc,) = docs(tmp_path, "guard-service.yaml")
     assert svc["spec"]["ports"][0]["name"] == "metrics" and svc["spec"]["selector"] == ds["spec"]["selector"]["matchLabels"]
@@ -128,12 +128,36 @@ def test_the_guard_daemonset_protects_every_pod_and_serves_metrics(tmp_path):
         assert any(fnmatch.fnmatchcase(path, p) and path.count("/") == p.count("/") for p in pats), path
     for path in ("kubepods.slice/kubepods-burstable.slice", "kubepods/burstable"):
         assert not any(fnmatch.fnmatchcase(path, p) and path.count("/") == p.count("/") for p in pats), path
+    assert [d.device for d in cfg.disks] == ["259:0"]
     cfg_file = tmp_path / "g.yaml"
-    cfg_file.write_text("targets: ['cgroup:kubepods*/*pod[0-9a-f]*']\npolicy: aridac\n")
+    cfg_file.write_text("targets: ['cgroup:kubepods*/*pod[0-9a-f]*']\npolicy: aridac\n"
+                        "disks: [{device: '259:0', capacity: 2G}]\n")
     assert contend("cluster", "render-guard", "--out", str(tmp_path / "2"), "--config", str(cfg_file),
                    "--node-label", "disk=nvme").returncode == 0
     (ds,) = docs(tmp_path / "2", "guard-daemonset.yaml")
     assert ds["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "nvme"}
+
+
+def test_the_guard_daemonset_has_least_privilege(tmp_path):
+    """Issue 21: privileged, every node (control plane included), the service-account token, metrics open
+    to all, no memory limit, and a first start that calibrated every node's disk at once."""
+    assert contend("cluster", "render-guard", "--out", str(tmp_path), "--capacity", "259:0=2G").returncode == 0
+    (ds,) = docs(tmp_path, "guard-daemonset.yaml")
+    pod = ds["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    sc = c["securityContext"]
+    assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"]
+    assert sc["capabilities"] == {"drop": ["ALL"]} and sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert "tolerations" not in pod and pod["automountServiceAccountToken"] is False
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [{"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"}]
+    assert c["resources"]["limits"]["memory"] and c["resources"]["limits"]["cpu"]
+    assert "/var/lib/contend" not in {m["mountPath"] for m in c["volumeMounts"]}  # nothing to calibrate
+    (np_,) = docs(tmp_path, "guard-networkpolicy.yaml")
+    assert np_["spec"]["egress"] == [] and np_["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": 9731}]}]
+    assert np_["spec"]["podSelector"] == ds["spec"]["selector"]
+    one_line_exit_2(contend("cluster", "render-guard", "--out", str(tmp_path / "2")),
+                    "disks: required for a DaemonSet", "--capacity")
 
 
 @pytest.mark.parametrize("args, words", [

@@ -61,6 +61,34 @@ def test_container_runs_with_security_defaults(rt, container):
         assert out.split()[-1] == "lo"  # no network but loopback
 
 
+RUNC_SPEC_CAPS = (1 << 29) | (1 << 5) | (1 << 10)  # AUDIT_WRITE, KILL, NET_BIND_SERVICE: `runc spec`'s
+
+
+def test_a_container_is_at_least_as_strict_as_runc_spec(rt, container):
+    """Issue 21: six capabilities, no seccomp, 4 of runc's masked paths, no RLIMIT_NOFILE or pids limit,
+    the host's /etc/shadow readable by the container's root, /data without nosuid/nodev."""
+    c = container(data=True)
+    p = rt.run(c, ["sh", "-c", "grep -E '^(CapEff|CapBnd|Seccomp):' /proc/self/status; "
+                               "grep 'Max open files' /proc/1/limits; echo shadow=$(wc -c </etc/shadow); "
+                               "echo kcore=$(wc -c </proc/kcore 2>/dev/null || echo masked); cat /proc/self/mounts"])
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    status = dict(line.split(":", 1) for line in out.splitlines() if line.startswith(("Cap", "Seccomp")))
+    assert int(status["CapEff"], 16) == RUNC_SPEC_CAPS and int(status["CapBnd"], 16) == RUNC_SPEC_CAPS, out
+    assert "shadow=0" in out  # the host's password hashes: masked
+    assert "kcore=0" in out or "kcore=masked" in out
+    if rt.name == "runsc":
+        return  # gVisor: the sandbox's own kernel; its /proc/1 and mounts are its own
+    assert status["Seccomp"].strip() == "2", out  # a filter
+    assert out.split("Max open files")[1].split()[:2] == ["1024", "1024"], out
+    data = next(line.split()[3].split(",") for line in out.splitlines() if " /data " in line)
+    if rt.name not in ("lxc", "docker"):  # neither can set them on a rw bind; no_new_privs and no CAP_MKNOD
+        # cover what they would (docs/security.md)
+        assert "nosuid" in data and "nodev" in data, data
+    pids_max = [(d / "pids.max").read_text().strip() for d in c.cgroup.dirs() if (d / "pids.max").exists()]
+    assert pids_max == ["4096"], pids_max  # a fork bomb stops in its tenant
+
+
 def test_delete_removes_container_and_cgroups(rt, container):
     c = container()
     assert rt.pids(c), "the container's processes are in its cgroup"

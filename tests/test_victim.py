@@ -59,6 +59,8 @@ def test_free_margin_is_a_share_of_the_file_system_or_a_size():
     (DISKFILL + "files: {fits-memory: null, beyond-memory: null}\n",
      "spec: files: at least one of fits-memory and beyond-memory"),
     (DISKFILL + "free_margin: 10 percent\n", "spec: free_margin: must match"),
+    (DISKFILL + "free_margin: 0%\n", "spec: free_margin: must leave some space free"),
+    (DISKFILL + "free_margin: '0'\n", "spec: free_margin: must leave some space free"),
     (DISKFILL + "attackers: 0\n", "spec: attackers: must be >= 1"),
     (DISKFILL + "victim: {seconds: 0}\n", "spec: victim.seconds: must be > 0"),
     (OLTP.replace("[mariadb]", "[oracle]"), "spec: databases[0]: must be one of"),
@@ -201,7 +203,7 @@ def test_database_starts_serves_and_stops_inside_a_container(runtime, db):
     from contend.victim.tenants import Tenants
     runtime_or_skip(runtime)
     server = DATABASES[db](OltpScale(pgbench_scale=1, sysbench_tables=1, sysbench_table_size=1000))
-    with Tenants(runtime, {"victim": Limits(cpu=1, memory=GiB)}) as t:
+    with Tenants(runtime, {"victim": Limits(cpu=1, memory=GiB)}, caps={"victim": server.caps}) as t:
         server.start(t, "victim")
         data = t.data["victim"]
         p = t.run("victim", server.client(2, 0, 2), timeout=120)

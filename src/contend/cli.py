@@ -173,7 +173,8 @@ _LOCK = []  # the host lock, held until contend exits
 
 def _hold_host(directory: Path) -> None:
     """One study per host (exit 2 if another runs), and what a killed one left removed first."""
-    from .study import HostBusy, host_lock, remove_stale
+    from .hostlock import HostBusy, host_lock
+    from .study import remove_stale
     try:
         _LOCK.append(host_lock(directory))
     except HostBusy as e:
@@ -239,13 +240,19 @@ def _load_spec(path: Path, quick: bool, repetitions: Optional[int]):
         spec = load(path)
     except SpecError as e:
         fail(str(e))
-    try:
-        if quick:
-            spec = spec.quickened()
-        if repetitions is not None:
-            spec = spec.repeated(repetitions)
-    except ValueError as e:  # pydantic's ValidationError too: the quick section or N does not fit the study
-        fail(f"{path}: {'quick' if quick else 'repetitions'}: {' '.join(str(e).split())}")
+    from pydantic import ValidationError
+
+    from .spec import format_error
+    for flag, change in (("--quick", quick and (lambda s: s.quickened())),
+                         (f"-n {repetitions}", repetitions is not None and (lambda s: s.repeated(repetitions)))):
+        if not change:
+            continue
+        try:
+            spec = change(spec)
+        except ValidationError as e:  # the quick section or N does not fit the study's bounds
+            fail(format_error(f"{path} ({flag})", e))
+        except ValueError as e:
+            fail(f"{path} ({flag}): {' '.join(str(e).split())}")
     return spec
 
 
@@ -390,12 +397,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     from .guard import Guard, TargetError, default_disks
     from .guard.config import load
     from .spec import SpecError
-    disks = []
-    for c in capacity:
-        dev, sep, rate = c.partition("=")
-        if not sep:
-            fail(f"--capacity {c}: expected MAJ:MIN=RATE, e.g. 254:0=4G")
-        disks.append({"device": dev, "capacity": rate})
+    disks = _capacity_flags(capacity)
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
                             "window": window, "p": p, "floor": floor, "dry_run": dry_run or None,
@@ -403,8 +405,11 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     except SpecError as e:
         fail(str(e))
     need_root("contend guard")
-    capacities = {d.device: d.capacity for d in cfg.disks} or default_disks(
-        say=lambda s: print(f"contend: {s}", file=sys.stderr))
+    try:
+        capacities = {d.device: d.capacity for d in cfg.disks} or default_disks(
+            say=lambda s: print(f"contend: {s}", file=sys.stderr))
+    except SpecError as e:
+        fail(str(e))
     for dev in capacities:
         if not Path(f"/sys/dev/block/{dev}").exists():
             fail(f"disk {dev}: no such block device")
@@ -497,6 +502,17 @@ def cluster_render(spec_path: Path = typer.Argument(..., metavar="SPEC", help="E
                   "      contend cluster collect on its trials' artifacts (docs/cluster.md)", highlight=False)
 
 
+def _capacity_flags(capacity: list[str]) -> list[dict]:
+    """--capacity MAJ:MIN=RATE flags as the guard config's disks."""
+    disks = []
+    for c in capacity:
+        dev, sep, rate = c.partition("=")
+        if not sep:
+            fail(f"--capacity {c}: expected MAJ:MIN=RATE, e.g. 254:0=4G")
+        disks.append({"device": dev, "capacity": rate})
+    return disks
+
+
 @cluster_app.command("render-guard")
 def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Directory for the manifests."),
                          config: Optional[Path] = typer.Option(None, "--config", "-c",
@@ -506,15 +522,23 @@ def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Dire
                          image: Optional[str] = typer.Option(None, help=IMAGE_HELP + " Default contend:VERSION."),
                          namespace: str = typer.Option("kube-system", help="Namespace of the DaemonSet."),
                          node_label: str = typer.Option("", metavar="KEY=VALUE",
-                                                        help="Only nodes with this label (default: every node).")):
-    """A DaemonSet that runs `contend guard` on every node, its config in a ConfigMap, and a headless Service
-    that names the metrics port (for a Prometheus ServiceMonitor). Checked against the pinned schemas."""
+                                                        help="Only nodes with this label (default: every node)."),
+                         capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
+                                                            help="The nodes' disk and what it delivers, e.g. "
+                                                                 "259:0=2G (repeatable; or disks: in --config). "
+                                                                 "Required.")):
+    """A DaemonSet that runs `contend guard` on every node but the control plane's, its config in a
+    ConfigMap, a headless Service that names the metrics port (for a Prometheus ServiceMonitor) and a
+    NetworkPolicy that lets only metrics in. The guard runs without privileges or capabilities. Checked
+    against the pinned schemas."""
     from .cluster.render import GUARD_DEFAULT, METRICS_PORT, guard_manifests
     from .guard.config import load as load_guard
     from .spec import SpecError
     source = str(config) if config else "the default DaemonSet config"
+    disks = _capacity_flags(capacity)
     try:
-        cfg = load_guard(config, {}) if config else load_guard(None, GUARD_DEFAULT, source_flags=source)
+        cfg = (load_guard(config, {"disks": disks}) if config
+               else load_guard(None, {**GUARD_DEFAULT, "disks": disks}, source_flags=source))
     except SpecError as e:
         fail(str(e))
     if "metrics" not in cfg.model_fields_set:  # the pod's address, not loopback: Prometheus scrapes it there
@@ -524,6 +548,9 @@ def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Dire
     if any(t.target.startswith(("docker:", "podman:")) for t in cfg.targets):
         fail(f"{source}: targets: docker: and podman: name an engine's containers; on a Kubernetes node use "
              "cgroup:PATH or a cgroup glob")
+    if not cfg.disks:
+        fail(f"{source}: disks: required for a DaemonSet (without them every node would calibrate its disk at "
+             "once, at its first start): --capacity MAJ:MIN=RATE, or disks: in --config")
     opt = _options(image, namespace, node_label)
     _write_valid(out, guard_manifests(cfg.model_dump(mode="json"), opt))
     console.print(f"next: kubectl apply -f {out}; metrics on port {METRICS_PORT} of each pod "
@@ -582,12 +609,19 @@ def cluster_collect(sources: list[Path] = typer.Argument(..., metavar="SOURCE...
 
 # ---------------------------------------------------------------- clean
 @app.command()
-def clean(dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed.")):
+def clean(dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
+          force: bool = typer.Option(False, "--force", help="Remove even while a study runs on this host (its "
+                                     "containers are killed mid-trial).")):
     """Find and remove everything contend created on this host: containers of every runtime, bundles,
-    cgroups in every hierarchy, data directories, network namespaces, links."""
+    cgroups in every hierarchy, data directories, network namespaces, links, the caps of a guard that was
+    killed. Refuses while a study is running here (its objects are in use), unless --force."""
     need_root("contend clean")
+    from .clean import StudyRunning
     from .clean import clean as do_clean
-    n = do_clean(dry_run, say=lambda s: console.print(s, markup=False, highlight=False))
+    try:
+        n = do_clean(dry_run, say=lambda s: console.print(s, markup=False, highlight=False), force=force)
+    except StudyRunning as e:
+        fail(str(e))
     if n == 0 and not dry_run:
         console.print("nothing to remove")
 

@@ -5,7 +5,6 @@ report.analyze (over metrics/), so each piece stays testable on its own.
 """
 from __future__ import annotations
 
-import fcntl
 import itertools
 import json
 import os
@@ -66,11 +65,8 @@ class Study:
     def preflight(self) -> None:
         """Refuse, with a SpecError (exit 2), a study this host cannot take; nothing is started yet."""
         if "disk" in getattr(self.spec, "resources", ()):
-            need = len(TENANTS) * size_bytes(DiskLoad.FILE_SIZE) * 3 // 2  # every tenant's fio file, and room
-            free, _ = free_space(DATA)
-            if free < need:
-                raise SpecError(f"{DATA}: disk trials write {len(TENANTS)} × {DiskLoad.FILE_SIZE} there and "
-                                f"only {free / 2**20:.0f} MiB are free (at least {need / 2**20:.0f} MiB needed)")
+            need_space(len(TENANTS) * size_bytes(DiskLoad.FILE_SIZE) * 3 // 2,  # every tenant's fio file, and room
+                       f"disk trials write {len(TENANTS)} × {DiskLoad.FILE_SIZE} there")
 
     def run(self) -> int:
         """What every study does around its own runs (`execute`): spec.yaml, host.json, the store, and the
@@ -252,33 +248,18 @@ def not_run(tp: TrialPlan, runnable: dict) -> str:
     return tp.not_run or unavailable(tp.runtime, runnable)
 
 
+def need_space(need: int, what: str) -> None:
+    """Refuse (SpecError, exit 2) a study that would write more to the experiment device than is free."""
+    free, _ = free_space(DATA)
+    if free < need:
+        raise SpecError(f"{DATA}: {what} and only {free / 2**20:.0f} MiB are free (at least "
+                        f"{need / 2**20:.0f} MiB needed)")
+
+
 def unavailable(runtime: str, runnable: dict) -> str:
     """Why doctor found the runtime unable to run a container here ("" = it can, or it was not looked at)."""
     avail = runnable.get(runtime)
     return f"{runtime} not available: {avail['reason']}" if avail is not None and not avail["runs"] else ""
-
-
-class HostBusy(Exception):
-    """Another study holds the host (str(e) is the one line to print; exit 2)."""
-
-
-def host_lock(directory: Path):
-    """One study at a time on a host: a second one would disturb the first's measurements, and only so can
-    the leftovers of a killed study be told from a running one's. Returns the held lock (keep it open)."""
-    STATE.mkdir(parents=True, exist_ok=True)
-    f = open(STATE / "study.lock", "a+")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        who = f.read().strip() or "its pid unknown"
-        f.close()
-        raise HostBusy(f"another contend study is running on this host ({who}): wait for it, or stop it") from None
-    f.seek(0)
-    f.truncate()
-    f.write(f"pid {os.getpid()}, results in {directory}")
-    f.flush()
-    return f
 
 
 def remove_stale(say: Callable[[str], None]) -> int:
@@ -287,7 +268,8 @@ def remove_stale(say: Callable[[str], None]) -> int:
     an engine's image are not a study's: `contend clean` removes those."""
     from .clean import clean
     lines: list[str] = []
-    n = clean(say=lines.append, only=lambda x: x.kind != "guard cap" and not x.kind.endswith(" image"))
+    n = clean(say=lines.append, only=lambda x: x.kind != "guard cap" and not x.kind.endswith(" image"),
+              force=True)  # the lock is ours
     if n:
         say(f"removing what an earlier contend study left on this host ({n} item(s)):")
         for line in lines:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from abc import ABC, abstractmethod
@@ -20,6 +21,14 @@ class IoLimit:
     wbps: int | None = None
     riops: int | None = None
     wiops: int | None = None
+
+    def __post_init__(self) -> None:
+        # written into io.max / blkio.throttle.*: a newline or a second device must never reach them
+        if not re.fullmatch(r"[0-9]+:[0-9]+", self.device):
+            raise ValueError(f"not a block device MAJ:MIN: {self.device!r}")
+        for v in (self.rbps, self.wbps, self.riops, self.wiops):
+            if v is not None and not (type(v) is int and v > 0):
+                raise ValueError(f"{self.device}: not a throttle: {v!r}")
 
 
 @dataclass(frozen=True)
@@ -55,11 +64,20 @@ class Stats:
     net_bytes: int | None = None  # what the tenant sent, from its veth's counter (network trials; not a cgroup's)
 
 
+def confined(relpath: str) -> str:
+    """A cgroup's path relative to each hierarchy's root, refused if it could leave it (`..`): contend
+    writes limits there as root, and cgroup:../../../tmp would have been /tmp."""
+    rel = relpath.strip().strip("/")
+    if ".." in Path(rel).parts or "\0" in rel:
+        raise ValueError(f"cgroup {relpath!r}: must stay inside the cgroup hierarchy (no '..')")
+    return rel
+
+
 class Cgroup(ABC):
     """One container's cgroup: relpath is the same in every hierarchy (e.g. contend/ct-abc)."""
 
     def __init__(self, relpath: str):
-        self.relpath = relpath.strip("/")
+        self.relpath = confined(relpath)
 
     @abstractmethod
     def dirs(self) -> list[Path]:
@@ -102,6 +120,8 @@ class Cgroup(ABC):
             if not pids:
                 return
             for pid in pids:
+                if pid <= 0 or pid == os.getpid():  # procs() never gives these; a bad kill here is fatal
+                    continue
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -192,10 +212,16 @@ def read_procs(d: Path) -> list[int]:
     for root, _dirs, _files in os.walk(d):
         try:
             with open(os.path.join(root, "cgroup.procs")) as f:
-                pids.extend(int(x) for x in f.read().split())
+                pids.extend(parse_pids(f.read()))
         except OSError:
             pass
     return pids
+
+
+def parse_pids(text: str) -> list[int]:
+    """The pids of a cgroup.procs file. v2 writes 0 for a dying task and for one outside the reader's PID
+    namespace: never a process to signal (kill(0, ...) is the caller's own process group)."""
+    return [p for p in map(int, text.split()) if p > 0]
 
 
 def write(path: Path, value: str) -> None:

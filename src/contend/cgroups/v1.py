@@ -93,7 +93,7 @@ class V1Cgroup(Cgroup):
                 continue
             for line in lines:
                 dev, val = line.split()
-                found.setdefault(dev, {})[key] = int(val)
+                found.setdefault(dev, {})[key] = int(val) or None  # 0: no throttle
         return {dev: IoLimit(dev, **vals) for dev, vals in found.items()}
 
     def stats(self) -> Stats:

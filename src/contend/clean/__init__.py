@@ -6,6 +6,7 @@ guard that did not exit cleanly.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -16,11 +17,17 @@ from typing import Callable
 from .. import runtimes
 from ..cgroups import PREFIX, CgroupHost, detect, remove_tree
 from ..guard import limiter as guard_limiter
+from ..hostlock import study_running
 from ..network import remove_netns
 from ..paths import DATA, STATE
 from ..runtimes import NAME_PREFIX
 
 LINK_PREFIX = "contend"  # interface names are at most 15 characters: contend + 8
+# the exact shapes network/ gives its names (a bridge, a sink port, a tenant's port and its peer: contend,
+# a letter, the link's 6 hex digits; a namespace: contend-, the trial's hex uid, a tenant): a link or a
+# namespace that merely starts with "contend" is somebody else's
+LINK_NAME = re.compile(r"^contend[a-z][0-9a-f]{6}$")
+NETNS_NAME = re.compile(r"^contend-[0-9a-f]{6,32}-[a-z][a-z0-9-]{0,30}$")
 
 
 @dataclass
@@ -77,7 +84,7 @@ def _netns() -> list[Leftover]:
     if shutil.which("ip") is None:
         return []
     p = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
-    names = [line.split()[0] for line in p.stdout.splitlines() if line.startswith(NAME_PREFIX)]
+    names = [n for n in (line.split()[0] for line in p.stdout.splitlines() if line.strip()) if NETNS_NAME.match(n)]
     return [Leftover("network namespace", n, partial(remove_netns, n)) for n in names]
 
 
@@ -90,19 +97,29 @@ def _links() -> list[Leftover]:
         parts = line.split(":")
         if len(parts) > 1:
             name = parts[1].strip().split("@")[0]
-            if name.startswith(LINK_PREFIX):
+            if LINK_NAME.match(name):
                 names.append(name)
     return [Leftover("link", n, partial(subprocess.run, ["ip", "link", "delete", n], capture_output=True))
             for n in names]
 
 
+class StudyRunning(Exception):
+    """A study holds the host lock: what clean would find is in use (str(e) is the line to print; exit 2)."""
+
+
 def clean(dry_run: bool = False, say: Callable[[str], None] = print,
-          only: Callable[[Leftover], bool] = lambda item: True) -> int:
+          only: Callable[[Leftover], bool] = lambda item: True, force: bool = False) -> int:
     """Remove (or with dry_run only list) every leftover (those `only` picks); returns how many there were.
 
+    Refuses (StudyRunning) while a study holds the host lock, unless force: its containers, cgroups and
+    namespaces look like a killed study's, and removing them SIGKILLs its tenants mid-trial.
     Runs until a pass finds nothing: removing a container also removes its cgroups, so one pass's
     list can hold items already gone.
     """
+    holder = "" if force else study_running()
+    if holder:
+        raise StudyRunning(f"a contend study is running on this host ({holder}): what it created is in use; "
+                           "wait for it or stop it (--force removes it anyway)")
     host = detect()
 
     def find_picked() -> list[Leftover]:

@@ -83,17 +83,42 @@ def find_artifacts(sources: list[Path], scratch: Path) -> list[Artifact]:
     return found
 
 
+# an artifact is one trial's store and logs: far below these; an archive past them is refused unread
+MAX_MEMBERS = 10_000
+MAX_BYTES = 8 << 30
+
+
 def _extract(tar: tarfile.TarFile, dest: Path) -> None:
-    """Unpack, refusing members that would land outside dest (links, devices, '..', absolute paths)."""
-    if hasattr(tarfile, "data_filter"):
-        tar.extractall(dest, filter="data")
-        return
-    # Python before 3.11.4 (Debian 12's python3, the image's) has no extraction filters
+    """Unpack regular files and directories only, on any Python (Debian 12's 3.11.2 has no extraction
+    filters): no links, devices or fifos, no path outside dest, no owner or mode bits from the archive
+    (files 0644, directories 0755: a setuid root file stays a plain file of ours), at most MAX_MEMBERS
+    members and MAX_BYTES bytes. Raises tarfile.TarError naming the member refused."""
     root = dest.resolve()
-    for m in tar.getmembers():
-        if not (m.isfile() or m.isdir()) or not (root / m.name).resolve().is_relative_to(root):
+    root.mkdir(parents=True, exist_ok=True)
+    count = size = 0
+    for m in tar:  # streamed: a huge member list is refused before it is all read
+        count += 1
+        size += max(0, m.size)
+        if count > MAX_MEMBERS:
+            raise tarfile.TarError(f"more than {MAX_MEMBERS} members")
+        if size > MAX_BYTES:
+            raise tarfile.TarError(f"more than {MAX_BYTES >> 30} GiB")
+        parts = Path(m.name).parts
+        if not (m.isfile() or m.isdir()) or Path(m.name).is_absolute() or ".." in parts:
             raise tarfile.TarError(f"refusing member {m.name!r}")
-    tar.extractall(dest)
+        target = root.joinpath(*parts) if parts else root
+        if not target.parent.resolve().is_relative_to(root):  # a directory of ours can't be a link: belt and braces
+            raise tarfile.TarError(f"refusing member {m.name!r}")
+        if m.isdir():
+            target.mkdir(mode=0o755, parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        src = tar.extractfile(m)
+        if src is None:
+            raise tarfile.TarError(f"refusing member {m.name!r}")
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with src, os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(src, out)
 
 
 def _dirs(root: Path, shown: Path | None) -> list[Artifact]:
@@ -104,7 +129,7 @@ def _dirs(root: Path, shown: Path | None) -> list[Artifact]:
             meta["trial_id"], meta["spec_digest"], meta["status"]  # noqa: B018 (the keys it must have)
         except (OSError, json.JSONDecodeError, KeyError, TypeError):
             raise CollectError(f"{shown or tj}: {TRIAL_JSON} is not a contend trial label") from None
-        if not (tj.parent / DB).is_file():
+        if (tj.parent / DB).is_symlink() or not (tj.parent / DB).is_file():
             raise CollectError(f"{shown or tj.parent}: a trial label without its store ({DB})")
         meta["source"] = str(shown or tj.parent)
         out.append(Artifact(tj.parent, meta))
@@ -188,10 +213,21 @@ def _write_hosts(out: Path, arts: list[Artifact]) -> None:
 
 
 def _copy_extras(src: Path, out: Path) -> None:
+    """The other files a trial wrote (guard logs, ...): regular files and directories only, links not
+    followed, contents only (no owner or mode bits kept)."""
     for p in src.iterdir():
         if p.name in REBUILT or p.name.endswith(".md"):  # the tables (table4-*.md, ...) are rebuilt too
             continue
-        if p.is_dir():
-            shutil.copytree(p, out / p.name, dirs_exist_ok=True)
-        else:
-            shutil.copy2(p, out / p.name)
+        _copy_plain(p, out / p.name)
+
+
+def _copy_plain(src: Path, dest: Path) -> None:
+    if src.is_symlink():
+        return
+    if src.is_dir():
+        dest.mkdir(mode=0o755, parents=True, exist_ok=True)
+        for p in src.iterdir():
+            _copy_plain(p, dest / p.name)
+    elif src.is_file():
+        shutil.copyfile(src, dest, follow_symlinks=False)
+        dest.chmod(0o644)

@@ -32,7 +32,8 @@ HOST_PATHS = {"cgroup": ("/sys/fs/cgroup", "Directory"), "tracing": ("/sys/kerne
               "contend-home": ("/var/lib/contend", "DirectoryOrCreate"),
               "contend-state": ("/run/contend", "DirectoryOrCreate")}
 READ_ONLY = {"modules"}
-GUARD_HOST_PATHS = ("cgroup", "contend-home", "contend-state")  # the guard writes caps; it traces nothing
+# the guard writes caps and keeps its state; it traces nothing and, its disks configured, calibrates nothing
+GUARD_HOST_PATHS = ("cgroup", "contend-state")
 
 
 def host_volumes(names) -> list[dict]:
@@ -171,6 +172,13 @@ def workflow(name: str, trials: list[tuple[str, str]], opt: Options, meta: dict)
             "metadata": {"generateName": f"{name}-", "namespace": opt.namespace, **meta}, "spec": wf_spec}
 
 
+CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
+# what writing io.max / blkio.throttle.* (root-owned files, written by their owner) and reading /sys and
+# /proc/diskstats need: root's uid and no capability at all
+GUARD_SECURITY = {"privileged": False, "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                  "runAsUser": 0, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
     """A DaemonSet of `contend guard` on every node (or those with the node label), its config in a
     ConfigMap, and a Service that names the metrics port (what a ServiceMonitor selects)."""
@@ -181,14 +189,17 @@ def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
     pod: dict = {
         # the guard removes every cap on SIGTERM; the grace period gives it time to
         "terminationGracePeriodSeconds": 30,
-        "tolerations": [{"operator": "Exists"}],
+        # no tolerations: a tainted node (the control plane's) is not the guard's; nor one labelled so
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": CONTROL_PLANE, "operator": "DoesNotExist"}]}]}}},
+        "automountServiceAccountToken": False,  # it never talks to the API server
         "containers": [{
             "name": "guard", "image": opt.image,
             "command": ["contend", "guard", "--config", f"{SPEC_MOUNT}/guard.yaml"],
             "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
             "readinessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 10},
-            "securityContext": {"privileged": True}, "volumeMounts": mounts,
-            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}}],
+            "securityContext": GUARD_SECURITY, "volumeMounts": mounts,
+            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}}],
         "volumes": volumes,
     }
     if opt.node_label:
@@ -203,6 +214,13 @@ def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
                                   "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "contend-guard"}},
                                            "updateStrategy": {"type": "RollingUpdate"},
                                            "template": {"metadata": {"labels": labels}, "spec": pod}}}],
+        # metrics in, nothing out: the guard reads and writes files of its node only
+        "guard-networkpolicy.yaml": [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                                      "metadata": {"name": "contend-guard", "namespace": ns, "labels": labels},
+                                      "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "contend-guard"}},
+                                               "policyTypes": ["Ingress", "Egress"],
+                                               "ingress": [{"ports": [{"protocol": "TCP", "port": METRICS_PORT}]}],
+                                               "egress": []}}],
         "guard-service.yaml": [{"apiVersion": "v1", "kind": "Service",
                                 "metadata": {"name": "contend-guard-metrics", "namespace": ns, "labels": labels},
                                 "spec": {"clusterIP": "None",

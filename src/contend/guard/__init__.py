@@ -13,5 +13,12 @@ __all__ = ["Decision", "Guard", "GuardConfig", "POLICIES", "Period", "PolicyInpu
 def default_disks(say=print) -> dict[str, float]:
     """The calibrated experiment disk and its bandwidth (calibrated now if it never was)."""
     from ..doctor import ensure_capacity
+    from ..doctor.calibrate import CAPACITY_FILE
+    from ..spec import SpecError
+    from .config import check_capacity
     cap = ensure_capacity(["disk"], say=say)
-    return {cap["disk_device"]: float(cap["disk_write_bw_bytes_s"])}
+    try:
+        return {cap["disk_device"]: check_capacity(cap["disk_write_bw_bytes_s"])}
+    except ValueError as e:
+        raise SpecError(f"{CAPACITY_FILE}: disk_write_bw_bytes_s: {e} (contend doctor --calibrate measures it "
+                        f"again; --capacity MAJ:MIN=RATE sets it)") from None

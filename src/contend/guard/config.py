@@ -3,6 +3,7 @@
 Every error is one line naming where (file or flag) and what (exit 2)."""
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Literal
@@ -13,12 +14,17 @@ from pydantic import Field, ValidationError, field_validator
 from ..spec import GuardSettings, SpecError, Strict, format_error, yaml_problem
 from .targets import check_selector
 
+# what a disk can deliver, bytes/s: a capacity outside these is a typo or a broken calibration, and a
+# capacity of 0 would cap every target at the floor; MIN_CAP is the lowest cap the guard ever sets
+MIN_CAPACITY, MAX_CAPACITY = 1e6, 1e12
+MIN_CAP = 1 << 20
+
 UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30}
 
 
 def parse_rate(text: str | float | int) -> float:
     """'800M', '1.5G', '500Mi', 1e9 → bytes/s (decimal units, as fio's; 'i' for binary)."""
-    if isinstance(text, (int, float)):
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
         return float(text)
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kKmMgGtT]i?)?[bB]?(?:/s)?\s*", str(text))
     if not m:
@@ -26,14 +32,20 @@ def parse_rate(text: str | float | int) -> float:
     return float(m.group(1)) * UNITS[(m.group(2) or "").lower()]
 
 
+def check_capacity(v: float) -> float:
+    if not (isinstance(v, (int, float)) and math.isfinite(v) and MIN_CAPACITY <= v <= MAX_CAPACITY):
+        raise ValueError(f"must be a rate from 1M to 1T bytes/s, got {v!r}")
+    return float(v)
+
+
 class Disk(Strict):
     device: str = Field(pattern=r"^[0-9]+:[0-9]+$")  # MAJ:MIN of a whole disk
-    capacity: float = Field(gt=0)  # bytes/s (reads + writes) the disk delivers
+    capacity: float  # bytes/s (reads + writes) the disk delivers
 
     @field_validator("capacity", mode="before")
     @classmethod
     def _rate(cls, v):
-        return parse_rate(v)
+        return check_capacity(parse_rate(v))
 
 
 class TargetSel(Strict):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -23,7 +24,7 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from ..cgroups import CgroupHost, detect
 from ..runtimes import signals_deferred
 from .collector import Collector
-from .config import GuardConfig
+from .config import MIN_CAP, GuardConfig
 from .limiter import Limiter
 from .policy import PolicyInput, TargetView, make
 from .targets import Resolved, TargetError, resolve
@@ -77,6 +78,18 @@ class Metrics:
                 pass
 
 
+HOOK_INTERVAL_S = 5.0  # the alert hook runs at most this often
+HOOK_TIMEOUT_S = 30.0  # and is killed (its whole process group) after this long
+
+
+def _kill_group(h: subprocess.Popen) -> None:
+    try:
+        os.killpg(h.pid, signal.SIGKILL)  # its own session (start_new_session): the shell and its children
+    except ProcessLookupError:
+        pass
+    h.wait()
+
+
 class Guard:
     def __init__(self, cfg: GuardConfig, disks: dict[str, float], host: CgroupHost | None = None,
                  log: TextIO | None = sys.stderr, record: bool = False, clock0: float | None = None):
@@ -97,7 +110,10 @@ class Guard:
         self.caps: dict[tuple[str, str], float | None] = {}
         self.records: list[Period] | None = [] if record else None
         self.metrics = Metrics(cfg.metrics)
-        self._hooks: list[subprocess.Popen] = []
+        self._hooks: list[tuple[subprocess.Popen, float]] = []  # (hook, when it started)
+        self._hook_due: dict[str, tuple[str, str]] = {}  # device -> (state, message) not yet told to the hook
+        self._hook_told: dict[str, str] = {}  # device -> the state the hook was last told
+        self._last_hook = -math.inf
         self._last_scan = -math.inf
         self._logged_caps: dict[tuple[str, str], float | None] = {}
         self._closed = False
@@ -118,11 +134,31 @@ class Guard:
         state = "raised" if message else "cleared"
         self.log("alert" if message else "alert-cleared", device=device, message=message or before)
         if self.cfg.alert_cmd:
-            env = {**os.environ, "CONTEND_ALERT_STATE": state, "CONTEND_ALERT_DEVICE": device,
-                   "CONTEND_ALERT_MESSAGE": message or before}
-            self._hooks.append(subprocess.Popen(self.cfg.alert_cmd, shell=True, env=env,
-                                                stdin=subprocess.DEVNULL, start_new_session=True))
-        self._hooks = [h for h in self._hooks if h.poll() is None]
+            self._hook_due[device] = (state, message or before)
+            self._run_hooks()
+
+    def _run_hooks(self) -> None:
+        """The alert hook, at most once per HOOK_INTERVAL_S (a flapping alert is told its latest state, and
+        not at all if it is back where the hook last saw it); a hook running past HOOK_TIMEOUT_S is killed."""
+        now = time.monotonic()
+        for h, started in self._hooks:
+            if h.poll() is None and now - started > HOOK_TIMEOUT_S:
+                self.log("alert-hook-killed", pid=h.pid, after_s=round(now - started, 1))
+                _kill_group(h)
+        self._hooks = [(h, s) for h, s in self._hooks if h.poll() is None]
+        for dev in [d for d, (state, _) in self._hook_due.items() if self._hook_told.get(d, "cleared") == state]:
+            del self._hook_due[dev]
+        if not self._hook_due or now - self._last_hook < HOOK_INTERVAL_S:
+            return
+        self._last_hook = now
+        for dev, (state, message) in self._hook_due.items():
+            env = {**os.environ, "CONTEND_ALERT_STATE": state, "CONTEND_ALERT_DEVICE": dev,
+                   "CONTEND_ALERT_MESSAGE": message}
+            # alert_cmd is the operator's own command line (config or flag), never data from a target
+            self._hooks.append((subprocess.Popen(self.cfg.alert_cmd, shell=True, env=env, stdin=subprocess.DEVNULL,
+                                                 start_new_session=True), now))
+            self._hook_told[dev] = state
+        self._hook_due.clear()
 
     # -- targets
     def scan(self, strict: bool = False) -> None:
@@ -147,6 +183,7 @@ class Guard:
             for d in self.disks:
                 self.usage.pop((name, d), None)
                 self.caps.pop((name, d), None)
+                self._logged_caps.pop((name, d), None)  # pods come and go for months: nothing kept for the gone
                 self.metrics.drop(name, d)
         for name, r in found.items():
             if name not in self.targets:
@@ -157,6 +194,8 @@ class Guard:
     # -- one period
     def step(self) -> None:
         now = time.monotonic()
+        if self._hook_due or self._hooks:
+            self._run_hooks()
         if now - self._last_scan >= self.cfg.rescan_s:
             self._last_scan = now
             self.scan()
@@ -182,7 +221,7 @@ class Guard:
                 views.append(TargetView(name, np.array(h), self.caps.get((name, dev)), self.targets[name].weight))
             if not views:
                 continue
-            d = self.policy.decide(PolicyInput(views, capacity, self.cfg.floor * capacity,
+            d = self.policy.decide(PolicyInput(views, capacity, max(MIN_CAP, self.cfg.floor * capacity),
                                                np.array(self.latency[dev]), self.state[dev]))
             self.state[dev] = d.state
             self.metrics.capacity.labels(dev).set(d.capacity)
@@ -234,9 +273,9 @@ class Guard:
         self._closed = True
         self.limiter.release_all()
         self.metrics.close()
-        for h in self._hooks:
+        for h, _ in self._hooks:
             try:
                 h.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                h.kill()
+                _kill_group(h)
         self.log("stop", caps_removed=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cgroups import PREFIX, CgroupHost
+from ..cgroups.base import confined
 
 
 class TargetError(Exception):
@@ -37,6 +38,8 @@ SELECTOR = re.compile(r"^(cgroup:.+|docker:.+|podman:.+|contend)$")
 def check_selector(sel: str) -> str:
     if not SELECTOR.match(sel):
         raise ValueError(f"unknown target {sel!r} (cgroup:PATH, docker:NAME, docker:label=K=V, podman:..., contend)")
+    if sel.startswith("cgroup:") and ".." in Path(sel[len("cgroup:"):].strip()).parts:
+        raise ValueError(f"target {sel!r}: must stay inside the cgroup hierarchy (no '..')")
     return sel
 
 
@@ -46,8 +49,8 @@ def cgroup_relpath(host: CgroupHost, path: str) -> str:
     mounts = [*host.v1.values(), *([host.unified] if host.unified else [])]
     for m in sorted(mounts, key=lambda m: -len(str(m))):
         if p == str(m) or p.startswith(str(m) + "/"):
-            return p[len(str(m)):].strip("/")
-    return p.strip("/")
+            return confined(p[len(str(m)):])
+    return confined(p)
 
 
 def pid_relpath(host: CgroupHost, pid: int) -> str:
@@ -87,6 +90,13 @@ def resolve(host: CgroupHost, selector: str, weight: float = 1.0) -> list[Resolv
     """The cgroups a selector names now. A `cgroup:` that does not exist is an error; engine selectors
     by label, and `contend`, may name nothing for a while."""
     kind, _, what = selector.partition(":")
+    try:
+        return _resolve(host, kind, what, selector, weight)
+    except ValueError as e:  # a path that would leave the hierarchy
+        raise TargetError(str(e)) from None
+
+
+def _resolve(host: CgroupHost, kind: str, what: str, selector: str, weight: float) -> list[Resolved]:
     if kind == "cgroup" and glob.has_magic(what):
         return [Resolved(rel, rel, weight) for rel in glob_cgroups(host, cgroup_relpath(host, what))]
     if kind == "cgroup":

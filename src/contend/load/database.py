@@ -62,6 +62,7 @@ class Database(ABC):
     def shutdown(self) -> list[str]: ...
 
     log = "/data/server.log"
+    caps: tuple[str, ...] = ()  # what the server needs beyond a container's default capabilities
 
     def start(self, tenants, tenant: str) -> None:
         """Init, start and wait for the server, then load the data; RuntimeError_ with the server's last
@@ -105,6 +106,7 @@ AS_POSTGRES = "setpriv --reuid=postgres --regid=postgres --init-groups"  # the s
 
 class PostgreSQL(Database):
     name = "postgresql"
+    caps = ("CAP_CHOWN", "CAP_SETUID", "CAP_SETGID")  # chown its directories, setpriv to its own user
     socket = "/data/run"  # owned by the server's uid (it creates its lock file there)
 
     def init(self) -> list[str]:

@@ -6,7 +6,7 @@ from ..cgroups import detect
 from ..spec import ParallelStudy, size_bytes
 from ..store import Store
 from ..runner import TrialResult
-from ..study import Advance, Study, facts_of_trial, unavailable
+from ..study import Advance, Study, facts_of_trial, need_space, unavailable
 from .benchmarks import BenchmarkError, build_tools, last_level_cache_mib
 from .trial import Cell, cell_id, cell_record
 
@@ -17,6 +17,12 @@ class ParallelSuite(Study):
     spec: ParallelStudy
     title = "parallel suite"
     unit = "cells"
+
+    def preflight(self) -> None:
+        spec = self.spec
+        if "fio" in spec.benchmarks:  # every concurrent container writes its own fio file
+            n, size = max(spec.counts), spec.sizes.fio.size
+            need_space(n * size_bytes(size) * 3 // 2, f"fio in {n} concurrent containers writes {n} × {size} there")
 
     def plan(self) -> list[tuple[str, str, int]]:
         """Per benchmark, every runtime isolated first (the normalisation's base), then the counts upwards."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect
 from ..paths import STATE  # noqa: F401  (re-exported: runtimes keep their state below it)
+from .security import DEFAULT_CAPS
 
 NAME_PREFIX = "contend-"
 
@@ -66,6 +67,7 @@ class ContainerSpec:
     data_dir: Path | None = None  # host directory mounted read-write at /data
     command: list[str] = field(default_factory=lambda: ["/usr/bin/sleep", "infinity"])
     netns: Path | None = None  # a network namespace to join (network trials); None: an empty one, lo only
+    caps: tuple[str, ...] = DEFAULT_CAPS  # runc spec's; a load that needs more names them (security.py)
 
     def __post_init__(self):
         if not self.name.startswith(NAME_PREFIX):

@@ -12,12 +12,12 @@ import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 
-from .base import NAME_PREFIX, Container, ContainerSpec, Runtime, RuntimeError_, check, last_line
-from .rootfs import CAPS, DIRS, USR_LINKS, host_binds
+from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, last_line
+from .rootfs import DIRS, USR_LINKS, host_binds
+from .security import NOFILE, pids_limit, secrets
 
 IMAGE = "contend/hostfs:1"
 
@@ -82,7 +82,8 @@ class Engine(Runtime):
                 "--read-only",
                 "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--tmpfs", "/tmp", "-w", "/tmp",
                 "--cgroup-parent", "/contend"]
-        args += [a for c in CAPS for a in ("--cap-add", c.removeprefix("CAP_"))]
+        args += [a for c in spec.caps for a in ("--cap-add", c.removeprefix("CAP_"))]
+        args += ["--ulimit", f"nofile={NOFILE}:{NOFILE}", "--pids-limit", str(pids_limit(lim.pids))]
         if self.oci_runtime:
             args += ["--runtime", self.oci_runtime]
         if spec.netns:
@@ -92,8 +93,6 @@ class Engine(Runtime):
             args += ["--cpus", str(lim.cpu)]
         if lim.memory is not None:
             args += ["--memory", str(lim.memory)]
-        if lim.pids is not None:
-            args += ["--pids-limit", str(lim.pids)]
         for io_lim in lim.io:
             dev = device_node(io_lim.device)
             for flag, val in (("--device-read-bps", io_lim.rbps), ("--device-write-bps", io_lim.wbps),
@@ -102,6 +101,8 @@ class Engine(Runtime):
                     args += [flag, f"{dev}:{val}"]
         for src in host_binds():
             args += ["-v", f"{src}:{src}:ro"]
+        for p in secrets():  # masked as runc masks them
+            args += ["--tmpfs", f"{p}:ro,size=0"] if Path(p).is_dir() else ["-v", f"/dev/null:{p}:ro"]
         if spec.data_dir is not None:
             args += ["-v", f"{spec.data_dir}:/data"]
         cid = check(args + [IMAGE, *spec.command], f"{self.name} run {spec.name}").stdout.strip()
@@ -147,7 +148,8 @@ def docker_session(timeout: float = 30):
     if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
         yield "host"
         return
-    log = open(os.path.join(tempfile.gettempdir(), "contend-dockerd.log"), "w")
+    STATE.mkdir(parents=True, exist_ok=True)  # root's own directory: not a name in /tmp anyone could take first
+    log = os.fdopen(os.open(STATE / "dockerd.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "w")
     proc = subprocess.Popen(["dockerd", "--iptables=false", "--ip-forward=false", "--bridge=none"],
                             stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + timeout

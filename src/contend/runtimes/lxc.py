@@ -9,7 +9,8 @@ from pathlib import Path
 from ..cgroups import Limits
 from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries, in_netns,
                    last_line, remember_netns)
-from .rootfs import CAPS, host_binds, make_rootfs
+from .rootfs import host_binds, make_rootfs
+from .security import DENIED, NOFILE, pids_limit, secrets
 
 
 def lxc_cgroup_keys(limits: Limits, v2: bool) -> list[tuple[str, str]]:
@@ -23,8 +24,7 @@ def lxc_cgroup_keys(limits: Limits, v2: bool) -> list[tuple[str, str]]:
         for lim in limits.io:
             from ..cgroups.v2 import io_max_line
             keys.append(("io.max", io_max_line(lim)))
-        if limits.pids is not None:
-            keys.append(("pids.max", str(limits.pids)))
+        keys.append(("pids.max", str(pids_limit(limits.pids))))
         return [(f"lxc.cgroup2.{k}", v) for k, v in keys]
     if limits.cpu is not None:
         keys.append(("cpu.cfs_period_us", str(limits.cpu_period_us)))
@@ -36,9 +36,14 @@ def lxc_cgroup_keys(limits: Limits, v2: bool) -> list[tuple[str, str]]:
                           ("read_iops", lim.riops), ("write_iops", lim.wiops)):
             if val:
                 keys.append((f"blkio.throttle.{name}_device", f"{lim.device} {val}"))
-    if limits.pids is not None:
-        keys.append(("pids.max", str(limits.pids)))
+    keys.append(("pids.max", str(pids_limit(limits.pids))))
     return [(f"lxc.cgroup.{k}", v) for k, v in keys]
+
+
+def lxc_seccomp() -> str:
+    """lxc's own profile format (version 2): the fallback denials of security.py. (lxc cannot take the
+    OCI profile; its syntax for argument rules differs.)"""
+    return "2\ndenylist\n[all]\n" + "".join(f"{name} errno 1\n" for name in DENIED)
 
 
 class Lxc(Runtime):
@@ -53,7 +58,7 @@ class Lxc(Runtime):
         p = subprocess.run([self.binary, "--version"], capture_output=True, text=True)
         return p.stdout.strip()
 
-    def config(self, spec: ContainerSpec, rootfs: Path, cg_relpath: str) -> str:
+    def config(self, spec: ContainerSpec, rootfs: Path, cg_relpath: str, seccomp_file: Path) -> str:
         lines = [
             ("lxc.uts.name", spec.name),
             ("lxc.rootfs.path", f"dir:{rootfs}"),
@@ -63,8 +68,10 @@ class Lxc(Runtime):
             # a network trial starts lxc-execute inside the tenant's namespace: "none" shares it
             ("lxc.net.0.type", "empty" if spec.netns is None else "none"),
             ("lxc.no_new_privs", "1"),
-            ("lxc.cap.keep", " ".join(c.removeprefix("CAP_").lower() for c in CAPS)),
-            ("lxc.apparmor.profile", "unconfined"),
+            ("lxc.cap.keep", " ".join(c.removeprefix("CAP_").lower() for c in spec.caps)),
+            # no lxc.apparmor.profile: where AppArmor runs, lxc confines the container with its default
+            ("lxc.seccomp.profile", str(seccomp_file)),
+            ("lxc.prlimit.nofile", str(NOFILE)),
             # lxc places the payload below <hierarchy>/<dir>; monitor cgroups get their own prefix
             ("lxc.cgroup.dir.container", cg_relpath),
             ("lxc.cgroup.dir.monitor", cg_relpath + "-monitor"),
@@ -74,8 +81,11 @@ class Lxc(Runtime):
         ]
         for src in host_binds():
             lines.append(("lxc.mount.entry", f"{src} {src.lstrip('/')} none ro,bind,nosuid,nodev 0 0"))
+        for p in secrets():  # masked as runc masks them
+            lines.append(("lxc.mount.entry", f"tmpfs {p.lstrip('/')} tmpfs ro,nosuid,nodev,noexec,size=0 0 0"
+                          if Path(p).is_dir() else f"/dev/null {p.lstrip('/')} none ro,bind 0 0"))
         if spec.data_dir is not None:
-            lines.append(("lxc.mount.entry", f"{spec.data_dir} data none rw,bind 0 0"))
+            lines.append(("lxc.mount.entry", f"{spec.data_dir} data none rw,bind,nosuid,nodev 0 0"))
         lines += lxc_cgroup_keys(spec.limits, self.host.mode == "v2")
         lines.append(("lxc.environment", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"))
         lines.append(("lxc.environment", "HOME=/tmp"))
@@ -86,7 +96,8 @@ class Lxc(Runtime):
         cdir = self.lxcpath / spec.name
         cdir.mkdir(parents=True, exist_ok=True)
         rootfs = make_rootfs(cdir / "rootfs")
-        (cdir / "config").write_text(self.config(spec, rootfs, cg.relpath))
+        (cdir / "seccomp").write_text(lxc_seccomp())
+        (cdir / "config").write_text(self.config(spec, rootfs, cg.relpath, cdir / "seccomp"))
         c = Container(spec.name, cg, tracking)
         remember_netns(cdir, spec.netns)
         check(self.tool(self.binary, spec.name, "-f", str(cdir / "config"), "-o", str(cdir / "lxc.log"), "-l",

@@ -37,7 +37,7 @@ class OciRuntime(Runtime):
         cg, tracking = self.cgroups_for(spec.name)
         bundle = self.bundle_dir(spec.name)
         write_bundle(bundle, oci_config(spec.name, spec.command, spec.limits, cg.relpath, spec.data_dir,
-                                        self.config_netns(spec)))
+                                        self.config_netns(spec), spec.caps))
         self.root.mkdir(parents=True, exist_ok=True)
         c = Container(spec.name, cg, tracking)
         log = bundle / "init.log"

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 
 from ..cgroups import Limits
+from ..paths import STATE
+from .security import DEFAULT_CAPS, MASKED_PATHS, NOFILE, READONLY_PATHS, pids_limit, seccomp, secrets
 
 RO_BINDS = ("/usr", "/etc")
 USR_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
@@ -37,18 +39,13 @@ def host_binds() -> list[str]:
     return binds
 
 
-# capabilities a workload needs; everything else is dropped (DESIGN §4 security defaults)
-CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETUID", "CAP_SETGID", "CAP_KILL"]
-
-
 def oci_resources(limits: Limits) -> dict:
     res: dict = {}
     if limits.cpu is not None:
         res["cpu"] = {"quota": int(limits.cpu * limits.cpu_period_us), "period": limits.cpu_period_us}
     if limits.memory is not None:
         res["memory"] = {"limit": limits.memory}
-    if limits.pids is not None:
-        res["pids"] = {"limit": limits.pids}
+    res["pids"] = {"limit": pids_limit(limits.pids)}
     io: dict = {}
     for lim in limits.io:
         major, minor = (int(x) for x in lim.device.split(":"))
@@ -61,10 +58,34 @@ def oci_resources(limits: Limits) -> dict:
     return res
 
 
+def secret_masks() -> list[dict]:
+    """HOST_SECRETS hidden by mounts of the config's own (gVisor ignores maskedPaths): a file by an empty
+    read-only file of contend's, a directory by an empty read-only tmpfs."""
+    out = []
+    for p in secrets():
+        if Path(p).is_dir():
+            out.append({"destination": p, "type": "tmpfs", "source": "tmpfs",
+                        "options": ["ro", "nosuid", "nodev", "noexec", "size=0"]})
+        else:
+            out.append({"destination": p, "type": "bind", "source": str(empty_file()), "options": ["bind", "ro"]})
+    return out
+
+
+def empty_file() -> Path:
+    f = STATE / "empty"
+    if not f.is_file() or f.stat().st_size:
+        STATE.mkdir(parents=True, exist_ok=True)
+        tmp = STATE / f"empty.{os.getpid()}"
+        tmp.write_bytes(b"")
+        tmp.chmod(0o444)
+        os.replace(tmp, f)
+    return f
+
+
 def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
-               data_dir: Path | None, netns: str | None) -> dict:
-    """An OCI config; `netns` None: an empty network namespace of its own, a path: join that one, "":
-    none of its own (the runtime's caller chose the namespace)."""
+               data_dir: Path | None, netns: str | None, caps: tuple[str, ...] = DEFAULT_CAPS) -> dict:
+    """An OCI config, as strict as `runc spec`'s (runtimes/security.py); `netns` None: an empty network
+    namespace of its own, a path: join that one, "": none of its own (the runtime's caller chose it)."""
     mounts = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
@@ -79,8 +100,10 @@ def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
     ]
     for src in host_binds():
         mounts.append({"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro", "nosuid", "nodev"]})
+    mounts += secret_masks()
     if data_dir is not None:
-        mounts.append({"destination": "/data", "type": "bind", "source": str(data_dir), "options": ["rbind", "rw"]})
+        mounts.append({"destination": "/data", "type": "bind", "source": str(data_dir),
+                       "options": ["rbind", "rw", "nosuid", "nodev"]})
     namespaces = [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
     if netns is None:
         namespaces.append({"type": "network"})
@@ -95,7 +118,8 @@ def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
             "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp",
                     "LANG=C.UTF-8"],
             "cwd": "/tmp",
-            "capabilities": {k: CAPS for k in ("bounding", "effective", "permitted")},
+            "capabilities": {k: list(caps) for k in ("bounding", "effective", "permitted")},
+            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": NOFILE, "soft": NOFILE}],
             "noNewPrivileges": True,
         },
         "root": {"path": "rootfs", "readonly": True},
@@ -105,8 +129,9 @@ def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
             "cgroupsPath": "/" + cgroups_path,
             "resources": oci_resources(limits),
             "namespaces": namespaces,
-            "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
-            "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"],
+            "maskedPaths": list(MASKED_PATHS),
+            "readonlyPaths": list(READONLY_PATHS),
+            "seccomp": seccomp(caps),
         },
     }
 

@@ -34,11 +34,17 @@ class StudyKind(Strict):
 
     def quick_with(self, **update):
         """The --quick variant: `update` (the kind's quick section) replaces the study's, the name says so."""
-        return self.model_copy(update={**update, "name": self.name + "-quick"})
+        return self.revised(**update, name=self.name + "-quick")
 
     def repeated(self, n: int):
         """--repetitions N (a kind whose repetitions mean something else overrides this)."""
-        return self.model_copy(update={"repetitions": n})
+        return self.revised(repetitions=n)
+
+    def revised(self, **update):
+        """A copy with `update`, validated again as a whole (model_copy alone skips every bound: -n 5000
+        would pass). Raises pydantic's ValidationError."""
+        new = self.model_copy(update=update)
+        return type(self).model_validate(new.model_dump(by_alias=True))
 
     def resolved(self) -> dict:
         """Every value the spec resolved to: what a results directory keeps."""
@@ -399,7 +405,7 @@ class ParallelStudy(StudyKind):
 
     def repeated(self, n: int) -> "ParallelStudy":
         """--repetitions N: the runs per container (CoPTS's z)."""
-        return self.model_copy(update={"runs_per_container": n})
+        return self.revised(runs_per_container=n)
 
 
 

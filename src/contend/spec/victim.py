@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from . import SIZE, ContainerLimits, Runtimes, Strict, StudyKind, no_repeats, size_bytes
 
@@ -68,6 +68,13 @@ class DiskFillStudy(StudyKind):
     def quickened(self) -> "DiskFillStudy":
         q = self.quick
         return self.quick_with(repetitions=q.repetitions, files=q.files, victim=q.victim)
+
+    @field_validator("free_margin")
+    @classmethod
+    def _some_margin(cls, v: str) -> str:
+        if float(v.rstrip("%KMGT")) <= 0:
+            raise ValueError("must leave some space free (> 0): a full disk stops the host, not only the victim")
+        return v
 
     def margin_bytes(self, fs_bytes: int) -> int:
         """The free space an attack must leave on the experiment device."""
@@ -143,4 +150,4 @@ class OltpStudy(StudyKind):
 
     def repeated(self, n: int) -> "OltpStudy":
         """--repetitions N: exactly N (the interval rule off)."""
-        return self.model_copy(update={"repetitions": self.repetitions.model_copy(update={"min": n, "max": n})})
+        return self.revised(repetitions=self.repetitions.model_copy(update={"min": n, "max": n}))

@@ -113,7 +113,8 @@ class Store:
         (a trial already here under the same id is replaced). Returns the trial ids taken. Metrics are
         not copied: they are recomputed from the samples (report.refresh)."""
         con = self.con
-        con.execute(f"ATTACH '{Path(other) / DB}' AS src (READ_ONLY)")  # a path cannot be a parameter here
+        # the path is a parameter, never SQL: a directory's name comes from inside an archive (cluster collect)
+        con.execute("ATTACH ? AS src (READ_ONLY)", [str(Path(other) / DB)])
         try:
             ids = [r[0] for r in con.execute("SELECT trial_id FROM src.trials ORDER BY started_at").fetchall()]
             con.execute("BEGIN TRANSACTION")

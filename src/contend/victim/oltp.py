@@ -26,7 +26,7 @@ from ..runtimes.base import last_line
 from ..spec import size_bytes
 from ..spec.victim import OltpStudy
 from ..store import TrialRecord
-from ..study import Advance, Study, facts_of_trial, unavailable
+from ..study import Advance, Study, facts_of_trial, need_space, unavailable
 from .tenants import Tenants
 
 VICTIM, DISRUPTOR = "victim", "disruptor"
@@ -51,11 +51,24 @@ def bomb(name: str, seconds: float, memory_limit: int) -> list[str]:
     raise ValueError(f"unknown disruptor {name!r}")
 
 
+# what a database's data takes on disk, tables and indexes: pgbench's ~15 MiB per scale unit (its docs), a
+# sysbench row ~250 B with its index; the check wants half as much again
+PG_BYTES_PER_SCALE = 16 << 20
+SYSBENCH_BYTES_PER_ROW = 250
+
+
 class OltpVictim(Study):
     spec: OltpStudy
     title = "database victim"
     unit = "trials"
     fans_out = False  # a cell's repetitions go on until its interval settles, at the rate its first one measured
+
+    def preflight(self) -> None:
+        sc = self.spec.scale
+        need = max(PG_BYTES_PER_SCALE * sc.pgbench_scale if "postgresql" in self.spec.databases else 0,
+                   SYSBENCH_BYTES_PER_ROW * sc.sysbench_tables * sc.sysbench_table_size
+                   if "mariadb" in self.spec.databases else 0)
+        need_space(need * 3 // 2, f"the victim's database takes about {need / 2**20:.0f} MiB there")
 
     def execute(self, store, host_facts: dict) -> None:
         spec = self.spec
@@ -128,7 +141,7 @@ class OltpTrial:
         spec, ld = self.spec, self.spec.load
         samples: list = []
         reset_host("disk")
-        t = Tenants(self.rec.runtime, {VICTIM: self.limits, DISRUPTOR: self.limits})
+        t = Tenants(self.rec.runtime, {VICTIM: self.limits, DISRUPTOR: self.limits}, caps={VICTIM: self.db.caps})
         try:
             with t:
                 try:

@@ -15,6 +15,7 @@ from ..probes.device import DeviceSampler
 from ..probes.sampler import CgroupSampler, oom_events
 from ..runtimes import Container, ContainerSpec, RuntimeError_
 from ..runtimes.base import last_line, signals_deferred
+from ..runtimes.security import DEFAULT_CAPS
 
 
 class Tenants:
@@ -24,9 +25,10 @@ class Tenants:
     clock. On leaving, the containers and their data directories (attack files included) are removed."""
 
     def __init__(self, runtime: str, limits: dict[str, Limits], host: CgroupHost | None = None,
-                 device: str | None = None, period: float = 0.1):
+                 device: str | None = None, period: float = 0.1, caps: dict[str, tuple[str, ...]] | None = None):
         self.rt = runtimes.get(runtime, host)
         self.limits = limits
+        self.caps = caps or {}  # capabilities a tenant's load needs beyond the defaults (runtimes/security.py)
         self.uid = uuid.uuid4().hex[:6]
         self.c: dict[str, Container] = {}
         self.data: dict[str, Path] = {t: DATA / f"{runtimes.NAME_PREFIX}{self.uid}-{t}" for t in limits}
@@ -39,7 +41,9 @@ class Tenants:
         try:
             for tenant, lim in self.limits.items():
                 self.data[tenant].mkdir(parents=True, exist_ok=True)
-                self.c[tenant] = self.rt.create(ContainerSpec(f"{self.uid}-{tenant}", lim, self.data[tenant]))
+                self.c[tenant] = self.rt.create(ContainerSpec(
+                    f"{self.uid}-{tenant}", lim, self.data[tenant],
+                    caps=tuple(dict.fromkeys((*DEFAULT_CAPS, *self.caps.get(tenant, ()))))))
         except BaseException:
             self.__exit__()
             raise

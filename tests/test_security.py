@@ -1,0 +1,347 @@
+"""contend runs as root: each test here reproduces an attack or a failure from the security review
+(issue 21) against the real thing (a crafted archive, a real store, real cgroups, a real guard) and checks
+that it no longer works."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tarfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from contend.store import DB, Store
+
+from contend.doctor.calibrate import device_of
+from contend.paths import DATA
+
+from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require
+from .guardkit import kill_guard_with_caps
+from .test_guard import cg  # noqa: F401  (a fixture: a fresh cgroup of contend's, removed after)
+
+PRESETS = Path(__file__).parent.parent / "presets"
+
+
+# ------------------------------------------------------------------ cluster collect
+def _member(tar: tarfile.TarFile, name: str, data: bytes = b"x", **attrs) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    for k, v in attrs.items():
+        setattr(info, k, v)
+    tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+
+
+def test_a_store_path_with_a_quote_cannot_run_sql(tmp_path):
+    """A directory name from inside an archive reached ATTACH '...' as SQL: it could write any file."""
+    pwned = tmp_path / "pwned.csv"
+    evil = tmp_path / f"trial' AS src (READ_ONLY); COPY (SELECT 42) TO '{pwned}'; ATTACH '{tmp_path}/y"
+    evil.mkdir(parents=True)  # its slashes make it a path of directories: the string is the same
+    Store(evil).close()
+    (tmp_path / "out").mkdir()
+    with Store(tmp_path / "out") as store:
+        assert store.merge(evil) == []
+    assert not pwned.exists()
+
+
+def _extract(tmp_path: Path, build) -> Path:
+    from contend.cluster.collect import _extract
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        build(tar)
+    buf.seek(0)
+    dest = tmp_path / "dest"
+    with tarfile.open(fileobj=buf) as tar:
+        _extract(tar, dest)
+    return dest
+
+
+@pytest.mark.parametrize("name, attrs", [
+    ("trial/link", {"type": tarfile.SYMTYPE, "linkname": "/etc"}),
+    ("trial/hard", {"type": tarfile.LNKTYPE, "linkname": "/etc/shadow"}),
+    ("trial/dev", {"type": tarfile.CHRTYPE, "devmajor": 1, "devminor": 3}),
+    ("trial/fifo", {"type": tarfile.FIFOTYPE}),
+    ("../outside", {}),
+    ("/abs", {}),
+    ("trial/../../outside", {}),
+])
+def test_the_extractor_refuses_links_devices_and_escapes_on_any_python(tmp_path, name, attrs):
+    with pytest.raises(tarfile.TarError, match="refusing member"):
+        _extract(tmp_path, lambda tar: _member(tar, name, **attrs))
+    assert not (tmp_path / "outside").exists()
+
+
+def test_the_extractor_drops_setuid_bits_and_the_archives_owner(tmp_path):
+    dest = _extract(tmp_path, lambda tar: _member(tar, "trial/suid", b"#!/bin/sh\n", mode=0o4755, uid=0,
+                                                  gid=0, uname="root", gname="root"))
+    mode = (dest / "trial" / "suid").stat().st_mode
+    assert not mode & (stat.S_ISUID | stat.S_ISGID | stat.S_IXUSR) and stat.S_IMODE(mode) == 0o644
+
+
+def test_the_extractor_refuses_too_many_members_before_unpacking_them(tmp_path, monkeypatch):
+    from contend.cluster import collect
+    monkeypatch.setattr(collect, "MAX_MEMBERS", 5)
+    with pytest.raises(tarfile.TarError, match="more than 5 members"):
+        _extract(tmp_path, lambda tar: [_member(tar, f"trial/f{i}") for i in range(6)])
+
+
+def test_the_extractor_refuses_an_archive_too_big(tmp_path, monkeypatch):
+    from contend.cluster import collect
+    monkeypatch.setattr(collect, "MAX_BYTES", 1000)
+    with pytest.raises(tarfile.TarError, match="more than"):
+        _extract(tmp_path, lambda tar: _member(tar, "trial/big", b"x" * 2000))
+
+
+def test_a_directory_source_is_copied_without_following_links(tmp_path):
+    """A directory source (an artifact copied by hand) with a link to /etc put /etc's files in the results."""
+    from contend.cluster.collect import _copy_extras
+    src = tmp_path / "trial"
+    (src / "logs").mkdir(parents=True)
+    (src / "logs" / "guard.log").write_text("{}\n")
+    (src / "etc").symlink_to("/etc")
+    (src / "logs" / "shadow").symlink_to("/etc/shadow")
+    os.chmod(src / "logs" / "guard.log", 0o4755)
+    out = tmp_path / "out"
+    out.mkdir()
+    _copy_extras(src, out)
+    assert (out / "logs" / "guard.log").read_text() == "{}\n"
+    assert stat.S_IMODE((out / "logs" / "guard.log").stat().st_mode) == 0o644
+    assert not (out / "etc").exists() and not (out / "logs" / "shadow").exists()
+
+
+def test_a_store_that_is_a_link_is_not_a_trial(tmp_path):
+    from contend.cluster.collect import TRIAL_JSON, CollectError, _dirs
+    art = tmp_path / "art"
+    art.mkdir()
+    Store(tmp_path).close()
+    (art / DB).symlink_to(tmp_path / DB)
+    (art / TRIAL_JSON).write_text(json.dumps({"trial_id": "a", "spec_digest": "d", "status": "ok"}))
+    with pytest.raises(CollectError, match="without its store"):
+        _dirs(art, shown=None)
+
+
+# ------------------------------------------------------------------ cgroups
+def test_pid_0_in_cgroup_procs_is_never_a_process_to_kill():
+    """v2 cgroup.procs reads 0 for a dying task or one outside the reader's PID namespace; kill(0, SIGKILL)
+    is contend's own process group."""
+    from contend.cgroups.base import parse_pids
+    assert parse_pids("0\n12\n\n-1\n7\n0\n") == [12, 7]
+
+
+def test_a_cgroup_path_cannot_leave_the_hierarchy():
+    from contend.cgroups import detect
+    with pytest.raises(ValueError, match="must stay inside"):
+        detect().cgroup("../../../tmp")
+    from contend.cgroups import IoLimit
+    with pytest.raises(ValueError, match="not a block device"):
+        IoLimit("8:0\n1:1 wbps=1")
+
+
+# ------------------------------------------------------------------ the guard as root
+@needs_root
+@pytest.mark.parametrize("target, words", [
+    ("cgroup:../../../tmp", ("must stay inside the cgroup hierarchy",)),
+    ("cgroup:/sys/fs/cgroup/blkio/../../../../tmp", ("must stay inside the cgroup hierarchy",)),
+])
+def test_a_guard_target_outside_the_hierarchy_is_exit_2(target, words):
+    p = contend("guard", "-t", target, "--capacity", "254:0=1G", "--metrics", "off", "--duration", "1")
+    one_line_exit_2(p, *words)
+    assert not Path("/tmp/io.max").exists() and not Path("/tmp/blkio.throttle.write_bps_device").exists()
+
+
+@pytest.mark.parametrize("capacity, words", [
+    ("0", ("capacity: must be a rate from 1M to 1T",)),
+    ("-5M", ("not a rate",)),
+    ("1e400", ("capacity: must be a rate from 1M to 1T",)),
+    ("nan", ("not a rate",)),
+    ("100", ("capacity: must be a rate from 1M to 1T",)),
+])
+def test_a_guard_capacity_of_zero_nan_or_inf_is_exit_2(capacity, words):
+    one_line_exit_2(contend("guard", "-t", "contend", "--capacity", f"254:0={capacity}", "--metrics", "off"), *words)
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "0", "1e400"])
+def test_a_guard_config_capacity_of_inf_is_exit_2(tmp_path, value):
+    cfg = tmp_path / "guard.yaml"
+    cfg.write_text(f"targets: [contend]\ndisks:\n  - device: '254:0'\n    capacity: {value}\n")
+    one_line_exit_2(contend("guard", "--config", str(cfg), "--metrics", "off"), "disks[0].capacity")
+
+
+@needs_root
+def test_a_calibrated_capacity_of_zero_is_exit_2_not_a_1_byte_cap(tmp_path):
+    from contend.doctor.calibrate import load_capacity
+    cap = load_capacity()
+    if "disk_write_bw_bytes_s" not in cap:
+        pytest.skip("the disk was never calibrated on this host")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "capacity.json").write_text(json.dumps({**cap, "disk_write_bw_bytes_s": 0,
+                                                    "disk_dir": str(home / "data")}))
+    p = contend("guard", "-t", "contend", "--metrics", "off", "--duration", "1",
+                env={**os.environ, "CONTEND_HOME": str(home)})
+    one_line_exit_2(p, "capacity.json: disk_write_bw_bytes_s: must be a rate from 1M to 1T")
+
+
+def _guard_caps_listed(relpath: str) -> bool:
+    return f"guard cap {relpath} " in contend("clean", "--dry-run").stdout
+
+
+@needs_root
+def test_a_live_guard_that_is_pid_1_of_its_namespace_is_not_taken_for_dead(cg):
+    """In the DaemonSet every guard is PID 1 of its pod: its state was 1.json, and `contend clean` on the
+    host read /proc/1 (the host's init), took the live guard for dead and removed its caps."""
+    require("unshare")
+    host, g = cg
+    dev = device_of(DATA)
+    p = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", *CONTEND, "guard", "-t",
+                          f"cgroup:{g.relpath}", "--capacity", f"{dev}=200M", "--metrics", "off"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not g.io_limits().get(dev) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert g.io_limits().get(dev), "the guard set no cap"
+        assert not _guard_caps_listed(g.relpath), "clean would remove a live guard's caps"
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    assert _guard_caps_listed(g.relpath), "a SIGKILLed guard's caps are not found"
+    assert contend("clean").returncode == 0
+    assert not g.io_limits().get(dev)
+
+
+@needs_root
+def test_a_guard_restarted_after_sigkill_restores_what_was_there_before_the_first(cg):
+    """The restarted guard recorded its predecessor's cap as the 'original' and restored it on exit: the
+    target stayed throttled for good, with no record left."""
+    from contend.cgroups import IoLimit, Limits
+    from contend.guard.limiter import GUARD_STATE, Limiter
+    host, g = cg
+    dev = device_of(DATA)
+    g.set_limits(Limits(io=(IoLimit(dev, wbps=150_000_000),)))  # the user's own throttle
+    before = set(GUARD_STATE.glob("*.json")) if GUARD_STATE.is_dir() else set()
+    kill_guard_with_caps(g, dev)
+    assert g.io_limits()[dev].wbps < 150_000_000  # the dead guard's cap stays
+    second = Limiter(host)
+    second.apply(g.relpath, dev, 100e6)
+    assert g.io_limits()[dev].wbps == 100_000_000
+    # two guards in one PID namespace, or one process: never the same state file
+    assert Limiter(host).state_file != second.state_file
+    assert set(GUARD_STATE.glob("*.json")) - before == {second.state_file}, "the dead guard's record was not taken over"
+    second.release_all()
+    assert g.io_limits()[dev] == IoLimit(dev, wbps=150_000_000)
+    assert not _guard_caps_listed(g.relpath)
+
+
+@needs_root
+def test_a_forged_guard_state_is_dropped_never_acted_on(cg):
+    """State entries restored any relative path and device string (a newline reached io.max), and a
+    malformed one crashed `contend clean` and every `contend run`."""
+    from contend.guard.limiter import GUARD_STATE
+    host, g = cg
+    dev = device_of(DATA)
+    GUARD_STATE.mkdir(parents=True, exist_ok=True)
+    outside = Path(f"/tmp/contend-sectest-{uuid.uuid4().hex[:6]}")
+    outside.mkdir()
+    forged = {
+        "traversal": {"caps": [{"cgroup": f"../../../..{outside}", "device": dev, "original": None}]},
+        "newline": {"caps": [{"cgroup": g.relpath, "device": f"{dev}\n1:1", "original": None}]},
+        "bad-original": {"caps": [{"cgroup": g.relpath, "device": dev, "original": {"device": dev, "wbps": -1}}]},
+        "not-a-list": {"caps": "x"},
+        "not-json": "{",
+    }
+    files = [GUARD_STATE / f"sectest-{uuid.uuid4().hex[:6]}-{k}.json" for k in forged]
+    try:
+        for f, doc in zip(files, forged.values()):
+            f.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+        dry = contend("clean", "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert all(f"guard cap {f}" in dry.stdout for f in files), dry.stdout  # listed as files to remove
+        assert contend("clean").returncode == 0
+        assert not any(f.exists() for f in files)
+        assert list(outside.iterdir()) == [] and not g.io_limits()
+    finally:
+        for f in files:
+            f.unlink(missing_ok=True)
+        outside.rmdir()
+
+
+# ------------------------------------------------------------------ clean and a running study
+@needs_root
+def test_clean_refuses_while_a_study_runs_unless_forced(cg):
+    """clean listed (and would SIGKILL) a running study's containers and cgroups."""
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from contend.hostlock import host_lock; l = host_lock(Path('/tmp/r')); "
+                               "print('held', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        host, g = cg
+        one_line_exit_2(contend("clean", "--dry-run"), "a contend study is running on this host",
+                        f"pid {holder.pid}", "--force")
+        one_line_exit_2(contend("clean"), "a contend study is running on this host")
+        assert g.exists()
+        forced = contend("clean", "--dry-run", "--force")
+        assert forced.returncode == 0 and f"cgroup {g.relpath}" in forced.stdout
+    finally:
+        holder.kill()
+        holder.wait()
+    assert contend("clean", "--dry-run").returncode == 0
+
+
+def test_repetitions_and_quick_are_held_to_the_specs_bounds():
+    """-n went through model_copy, which validates nothing: -n 5000 --dry-run planned 20,000 trials."""
+    one_line_exit_2(contend("run", str(PRESETS / "quick.yaml"), "-n", "5000", "--dry-run"),
+                    "quick.yaml (-n 5000): repetitions: must be <= 1000")
+
+
+def _huge_fio(doc: dict) -> None:
+    doc["benchmarks"].append("fio")
+    doc["sizes"].setdefault("fio", {})["size"] = "900T"
+
+
+def _huge_database(doc: dict) -> None:
+    doc["scale"]["pgbench_scale"] = 100_000
+
+
+@needs_root
+@pytest.mark.parametrize("preset, patch, words", [
+    ("copts-middleware23.yaml", _huge_fio, ("fio in", "MiB are free")),
+    ("xavier-pdp15-oltp.yaml", _huge_database, ("the victim's database takes", "MiB are free")),
+])
+def test_every_kind_that_writes_checks_free_space_first(tmp_path, preset, patch, words):
+    """Only isolation-disk and diskfill checked: a pgbench_scale of 100,000 (about 1.5 TB) was accepted."""
+    import yaml
+    doc = yaml.safe_load((PRESETS / preset).read_text())
+    patch(doc)
+    spec = tmp_path / preset
+    spec.write_text(yaml.safe_dump(doc))
+    one_line_exit_2(contend("run", str(spec), "--dry-run"), *words)
+
+
+@needs_root
+def test_clean_leaves_a_namespace_or_link_that_only_starts_like_contends(cg):
+    """Links matched the bare prefix `contend`, namespaces `contend-`: a user's `contendvpn` or
+    `contend-mine` (and every process in it) went with contend's own."""
+    require("ip")
+    theirs_ns, theirs_link = "contend-mine", "contendvpn0"
+    ours_ns = f"contend-{uuid.uuid4().hex[:8]}-abiding"
+    try:
+        subprocess.run(["ip", "netns", "add", theirs_ns], check=True)
+        subprocess.run(["ip", "netns", "add", ours_ns], check=True)
+        subprocess.run(["ip", "link", "add", theirs_link, "type", "veth", "peer", "name", "vpnpeer0"], check=True)
+        dry = contend("clean", "--dry-run").stdout
+        assert f"network namespace {ours_ns}" in dry
+        assert theirs_ns not in dry and theirs_link not in dry
+        assert contend("clean").returncode == 0
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert theirs_ns in left and ours_ns not in left
+    finally:
+        subprocess.run(["ip", "netns", "del", theirs_ns], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ours_ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", theirs_link], capture_output=True)
