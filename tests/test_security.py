@@ -22,7 +22,7 @@ from contend.store import DB, Store
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
 
-from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require
+from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require, runtime_or_skip
 from .guardkit import kill_guard_with_caps
 from .test_guard import cg  # noqa: F401  (a fixture: a fresh cgroup of contend's, removed after)
 
@@ -345,3 +345,81 @@ def test_clean_leaves_a_namespace_or_link_that_only_starts_like_contends(cg):
         subprocess.run(["ip", "netns", "del", theirs_ns], capture_output=True)
         subprocess.run(["ip", "netns", "del", ours_ns], capture_output=True)
         subprocess.run(["ip", "link", "del", theirs_link], capture_output=True)
+
+
+@needs_root
+def test_an_engine_image_or_container_contend_did_not_make_is_left_alone(docker_engine):
+    """`docker rmi contend/hostfs:1` removed any image of that name, and any container with the label
+    contend=1 and a contend- name was taken for contend's."""
+    from contend import runtimes
+    from contend.runtimes.engine import IMAGE, rootfs_tarball
+    rt = runtime_or_skip("docker")
+    foreign = "contend-foreign-" + uuid.uuid4().hex[:6]
+    subprocess.run(["docker", "import", "-", IMAGE], input=rootfs_tarball(), check=True, capture_output=True)
+    try:
+        subprocess.run(["docker", "create", "--name", foreign, "--label", "contend=1", IMAGE, "/usr/bin/true"],
+                       check=True, capture_output=True)
+        dry = contend("clean", "--dry-run").stdout
+        assert foreign not in dry and "docker image" not in dry, dry
+        with pytest.raises(runtimes.RuntimeError_, match="exists that contend did not import"):
+            rt.create(runtimes.ContainerSpec("sectest-engine"))
+        assert contend("clean").returncode == 0
+        assert subprocess.run(["docker", "inspect", foreign], capture_output=True).returncode == 0
+        assert subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode == 0
+    finally:
+        subprocess.run(["docker", "rm", "-f", foreign], capture_output=True)
+        subprocess.run(["docker", "rmi", IMAGE], capture_output=True)
+
+
+# ------------------------------------------------------------------ the containers' seccomp profile
+def test_a_docker_format_profile_resolves_as_docker_resolves_it():
+    from contend.runtimes.security import DENIED, oci_seccomp
+    profile = {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 38,
+               "archMap": [{"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86"]},
+                           {"architecture": "SCMP_ARCH_AARCH64", "subArchitectures": ["SCMP_ARCH_ARM"]}],
+               "syscalls": [
+                   {"names": ["read", "write", "mount", "unshare"], "action": "SCMP_ACT_ALLOW"},
+                   {"names": ["arch_prctl"], "action": "SCMP_ACT_ALLOW", "includes": {"arches": ["amd64"]}},
+                   {"names": ["arm_fadvise64_64"], "action": "SCMP_ACT_ALLOW", "includes": {"arches": ["arm64"]}},
+                   {"names": ["chroot"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_CHROOT"]}},
+                   {"names": ["chroot"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+                    "excludes": {"caps": ["CAP_SYS_CHROOT"]}},
+                   {"names": ["personality"], "action": "SCMP_ACT_ALLOW",
+                    "args": [{"index": 0, "value": 8, "valueTwo": 0, "op": "SCMP_CMP_EQ"}]}]}
+    out = oci_seccomp(profile, {"CAP_KILL"}, "amd64")
+    assert out["defaultAction"] == "SCMP_ACT_ERRNO" and out["defaultErrnoRet"] == 38
+    assert out["architectures"] == ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86"]
+    rules = {(tuple(r["names"]), r["action"]) for r in out["syscalls"]}
+    assert (("read", "write"), "SCMP_ACT_ALLOW") in rules  # mount and unshare taken out of the allow rule ...
+    assert (tuple(DENIED), "SCMP_ACT_ERRNO") in rules  # ... and denied outright
+    assert (("arch_prctl",), "SCMP_ACT_ALLOW") in rules and not any("arm_fadvise64_64" in n for n, _ in rules)
+    assert (("chroot",), "SCMP_ACT_ERRNO") in rules and (("chroot",), "SCMP_ACT_ALLOW") not in rules
+    (pers,) = [r for r in out["syscalls"] if r["names"] == ["personality"]]
+    assert pers["args"] == [{"index": 0, "value": 8, "valueTwo": 0, "op": "SCMP_CMP_EQ"}]
+    with_chroot = oci_seccomp(profile, {"CAP_SYS_CHROOT"}, "arm64")
+    assert {(tuple(r["names"]), r["action"]) for r in with_chroot["syscalls"]} >= {
+        (("chroot",), "SCMP_ACT_ALLOW"), (("arm_fadvise64_64",), "SCMP_ACT_ALLOW")}
+    assert with_chroot["architectures"] == ["SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"]
+
+
+KEYCTL = ("import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+          "r = libc.syscall(250, 0, -3, 0); print(r, os.strerror(ctypes.get_errno()) if r < 0 else 'ok')")  # keyctl
+
+
+@needs_root
+@pytest.mark.parametrize("runtime", ["runc", "crun", "lxc"])
+def test_a_syscall_the_capabilities_allow_is_still_denied_by_the_profile(runtime):
+    """keyctl needs no capability (the host's root and any user may call it): EPERM in a container is the
+    seccomp profile's doing, not the capability set's."""
+    from contend.runtimes import ContainerSpec
+    if os.uname().machine != "x86_64":
+        pytest.skip("the syscall number is x86_64's")
+    host = subprocess.run([sys.executable, "-c", KEYCTL], capture_output=True, text=True).stdout
+    assert "Operation not permitted" not in host, host
+    rt = runtime_or_skip(runtime)
+    c = rt.create(ContainerSpec(f"sectest-seccomp-{uuid.uuid4().hex[:6]}"))
+    try:
+        p = rt.run(c, ["python3", "-c", KEYCTL])
+        assert p.stdout.split()[0] == "-1" and "Operation not permitted" in p.stdout, p.stdout + p.stderr
+    finally:
+        rt.delete(c)

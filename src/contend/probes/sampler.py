@@ -88,8 +88,9 @@ class CgroupSampler(PeriodicSampler):
         next_at = time.monotonic() + self.period
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
             # a late bucket does not make the next one short: a rate over a few ms of a counter that the
-            # kernel updates per tick read 0 CPUs for a busy tenant (seen in a runc trial's baseline)
-            next_at = max(next_at + self.period, time.monotonic() + self.period / 2)
+            # kernel updates per tick read 0 CPUs for a busy tenant (seen in a runc trial's baseline), and one
+            # over half a period of a tenant under a CFS quota reads anything from 0 to 1 (half a CFS period)
+            next_at = max(next_at + self.period, time.monotonic() + self.period)
             for t in self.targets:
                 if t.sync is not None:
                     try:
@@ -97,7 +98,7 @@ class CgroupSampler(PeriodicSampler):
                     except OSError as e:  # keep sampling the rest
                         self.problems.append(f"{t.tenant}: tracking sync: {e}")
                 then, old = prev[t.tenant]
-                if time.monotonic() - then < self.period / 2:
+                if time.monotonic() - then < 0.8 * self.period:
                     continue  # too short to be a rate: this tenant's next bucket covers it
                 now, cur = time.monotonic(), self.snapshot(t)
                 prev[t.tenant] = (now, cur)

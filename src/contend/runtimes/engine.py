@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -15,11 +16,15 @@ import tarfile
 import time
 from pathlib import Path
 
+from ..paths import HOME
 from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, last_line
 from .rootfs import DIRS, USR_LINKS, host_binds
 from .security import NOFILE, pids_limit, secrets
 
 IMAGE = "contend/hostfs:1"
+# the ids of the images contend imported, per engine: only those are contend's to use and remove (an image of
+# that name contend did not import is somebody else's), and only containers made from them are its leftovers
+OWNED_IMAGES = HOME / "engine-images.json"
 
 
 def rootfs_tarball() -> bytes:
@@ -72,8 +77,35 @@ class Engine(Runtime):
     def ensure_image(self) -> None:
         if self.image_exists():
             return
+        if self._image_id():
+            raise RuntimeError_(f"{self.binary}: an image {IMAGE} exists that contend did not import: remove or "
+                                "retag it (contend runs only the image it made)")
         check([self.binary, "import", "-", IMAGE], f"{self.binary} import", input=rootfs_tarball(), text=False,
               stdin=subprocess.PIPE)
+        self._own({*self._owned(), self._image_id()})
+
+    def _image_id(self, ref: str = IMAGE) -> str:
+        p = subprocess.run([self.binary, "image", "inspect", "--format", "{{.Id}}", ref], capture_output=True,
+                           text=True, timeout=30)
+        return p.stdout.strip() if p.returncode == 0 else ""
+
+    def _owned(self) -> set[str]:
+        try:
+            return set(json.loads(OWNED_IMAGES.read_text()).get(self.binary, []))
+        except (OSError, ValueError, AttributeError):
+            return set()
+
+    def _own(self, ids: set[str]) -> None:
+        try:
+            doc = json.loads(OWNED_IMAGES.read_text())
+        except (OSError, ValueError):
+            doc = {}
+        doc = doc if isinstance(doc, dict) else {}
+        doc[self.binary] = sorted(i for i in ids if i)
+        OWNED_IMAGES.parent.mkdir(parents=True, exist_ok=True)
+        tmp = OWNED_IMAGES.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, OWNED_IMAGES)
 
     def _start(self, spec: ContainerSpec) -> Container:
         self.ensure_image()
@@ -119,7 +151,15 @@ class Engine(Runtime):
             return []
         p = subprocess.run([self.binary, "ps", "-a", "--filter", "label=contend=1", "--format", "{{.Names}}"],
                            capture_output=True, text=True)
-        return sorted(n for n in p.stdout.split() if n.startswith(NAME_PREFIX))
+        names = [n for n in p.stdout.split() if n.startswith(NAME_PREFIX)]
+        owned = self._owned()
+        if not names or not owned:
+            return []
+        # a label and a name anyone can give: contend's containers are those made from the image it imported
+        p = subprocess.run([self.binary, "inspect", "--format", "{{.Name}} {{.Image}}", *names], capture_output=True,
+                           text=True)
+        return sorted(n.lstrip("/") for n, _, image in (line.partition(" ") for line in p.stdout.splitlines())
+                      if image.strip() in owned)
 
     def _remove(self, name: str) -> None:
         p = subprocess.run([self.binary, "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True)
@@ -130,11 +170,16 @@ class Engine(Runtime):
             self.remove_image()  # the last of contend's containers: leave no image behind either
 
     def image_exists(self) -> bool:
-        return subprocess.run([self.binary, "image", "inspect", IMAGE], capture_output=True).returncode == 0
+        """contend's own image is there (one of that name it did not import is not)."""
+        return bool(self._image_id()) and self._image_id() in self._owned()
 
     def remove_image(self) -> None:
-        """Without -f: an image another contend run's container still uses stays."""
-        subprocess.run([self.binary, "rmi", IMAGE], capture_output=True, timeout=60)
+        """contend's own image, by id (without -f: an image another contend run's container still uses stays)."""
+        if not self.image_exists():
+            return
+        iid = self._image_id()
+        if subprocess.run([self.binary, "rmi", iid], capture_output=True, timeout=60).returncode == 0:
+            self._own(self._owned() - {iid})
 
 
 @contextlib.contextmanager

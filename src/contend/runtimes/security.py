@@ -4,10 +4,11 @@
   (the database victim: CHOWN, SETUID, SETGID, to run its server as its own user);
 - runc spec's masked and read-only paths;
 - RLIMIT_NOFILE 1024 (runc spec's) and a pids limit unless the trial sets one;
-- a seccomp profile: the containers/common default (Docker's, as Debian's golang-github-containers-common
-  installs it at /usr/share/containers/seccomp.json), resolved for this architecture and the container's
-  capabilities; without that file, a short list of the syscalls that profile denies and that reach the
-  host kernel's most dangerous paths.
+- a seccomp profile: the containers/common default (podman's version of Docker's, as Debian's
+  golang-github-containers-common installs it at /usr/share/containers/seccomp.json), resolved for this
+  architecture and the container's capabilities, with DENIED denied outright: podman's profile allows some of
+  them (mount, unshare, setns, keyctl, reboot, ...) for rootless nested containers and leaves them to the
+  capability checks, where Docker's denies them. Without that file: every syscall but DENIED.
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ DEFAULT_PIDS = 4096  # a fork bomb in a tenant stops here, not at the host's lim
 
 PROFILE = Path("/usr/share/containers/seccomp.json")
 GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x"}
-# the fallback's denials (each is also denied by the containers/common profile to a container without
-# CAP_SYS_ADMIN, CAP_SYS_MODULE, CAP_SYS_BOOT, CAP_SYS_TIME, ...)
+# syscalls no load of contend's makes and that reach the host kernel's most dangerous paths (Docker's profile
+# denies each to a container without CAP_SYS_ADMIN, CAP_SYS_MODULE, CAP_SYS_BOOT, CAP_SYS_TIME, ...)
 DENIED = ("acct", "add_key", "bpf", "clock_settime", "delete_module", "finit_module", "fsconfig", "fsmount",
           "fsopen", "fspick", "init_module", "iopl", "ioperm", "kexec_file_load", "kexec_load", "keyctl",
           "lookup_dcookie", "mount", "move_mount", "name_to_handle_at", "open_by_handle_at", "open_tree",
@@ -72,13 +73,24 @@ def oci_seccomp(profile: dict, caps: set[str], arch: str) -> dict:
         if rule.get("errnoRet") is not None:
             r["errnoRet"] = rule["errnoRet"]
         out["syscalls"].append(r)
-    return out
+    return deny(out, DENIED)
+
+
+def deny(profile: dict, names: tuple[str, ...]) -> dict:
+    """`names` out of every other rule, and one rule that denies them (EPERM). (libseccomp refuses two rules
+    with different actions for one syscall, so the others must lose them.)"""
+    rules = []
+    for r in profile["syscalls"]:
+        r = {**r, "names": [n for n in r["names"] if n not in names]}
+        if r["names"]:
+            rules.append(r)
+    rules.append({"names": list(names), "action": "SCMP_ACT_ERRNO", "errnoRet": 1})
+    return {**profile, "syscalls": rules}
 
 
 def fallback_seccomp() -> dict:
     """Without the containers/common profile: allow all but DENIED (EPERM)."""
-    return {"defaultAction": "SCMP_ACT_ALLOW",
-            "syscalls": [{"names": list(DENIED), "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}
+    return deny({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": []}, DENIED)
 
 
 def seccomp(caps: tuple[str, ...]) -> dict:
