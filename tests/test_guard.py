@@ -10,6 +10,7 @@ import time
 import urllib.request
 import uuid
 
+import numpy as np
 import pytest
 
 from contend.cgroups import IoLimit, Limits, detect
@@ -153,7 +154,11 @@ def test_bad_configuration_is_one_line_and_exit_2(args, message):
 
 @needs_root
 def test_unknown_targets_are_exit_2(tmp_path):
-    assert "no such cgroup" in contend("guard", "-t", "cgroup:contend/nope", "--metrics", "off").stderr
+    p = contend("guard", "-t", "cgroup:contend/nope", "--metrics", "off", "--wait", "1")
+    assert p.returncode == 2 and p.stderr.strip().splitlines()[-1] == \
+        "contend: cgroup:contend/nope: no such cgroup (waited 1 s)"
+    # the waiting told once (not every poll), then the guard's stop (no cap was set)
+    assert [json.loads(line)["event"] for line in p.stderr.splitlines()[:-1]] == ["target-waiting", "stop"]
     cfg = tmp_path / "g.yaml"
     cfg.write_text("targets:\n  - target: contend\n    weight: 0\n")
     p = contend("guard", "--config", str(cfg))
@@ -195,11 +200,41 @@ def test_docker_container_by_name_is_a_target(docker_engine):
         rt.delete(c)
 
 
+@pytest.mark.skipif(not IS_ROOT, reason="needs root")
+def test_a_docker_container_started_after_the_guard_is_waited_for(docker_engine):
+    """A guard is started before the containers it protects: it logs that it waits, then guards them."""
+    from .conftest import runtime_or_skip
+    rt = runtime_or_skip("docker")
+    from contend.runtimes import NAME_PREFIX, ContainerSpec
+    name = f"guard-{uuid.uuid4().hex[:6]}"
+    dev = device_of(DATA)
+    g = subprocess.Popen([*CONTEND, "guard", "-t", f"docker:{NAME_PREFIX}{name}", "--capacity", f"{dev}=1G",
+                          "--metrics", "off", "--wait", "60", "--duration", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    c = None
+    try:
+        time.sleep(3)
+        assert g.poll() is None, g.communicate()[1]
+        c = rt.create(ContainerSpec(name))
+        _, err = g.communicate(timeout=60)
+    finally:
+        if g.poll() is None:
+            g.kill()
+        if c is not None:
+            rt.delete(c)
+    assert g.returncode == 0, err
+    events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "target-waiting" and "no such container" in events[0]["message"]
+    assert kinds.count("target-waiting") == 1 and "target-added" in kinds and kinds[-1] == "stop"
+    assert next(e for e in events if e["event"] == "target-added")["target"] == c.name
+
+
 SMALL = """
 kind: guard
 name: guard-e2e
 runtime: runc
-policies: [none, contend]
+policies: [none, aridac, contend]
 workloads:
   - name: workload2
     burst_at_s: 3
@@ -212,7 +247,7 @@ workloads:
 @pytest.mark.slow
 @needs_root
 def test_guard_study_end_to_end_with_real_containers(tmp_path):
-    """Aridac's workload 2 under no policy and contend's, real runc containers, real fio, real caps."""
+    """Aridac's workload 2 under no policy, aridac and contend, real runc containers, real fio, real caps."""
     from .conftest import runtime_or_skip
     runtime_or_skip("runc")
     require("fio")
@@ -226,14 +261,15 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     from .conftest import planned_trials
     with Store(out, read_only=True) as store:
         assert {t["trial_id"] for t in store.trials()} == planned_trials(out) == {
-            "workload2.none.r1", "workload2.contend.r1"}
+            "workload2.none.r1", "workload2.aridac.r1", "workload2.contend.r1"}
     rows = list(csv.DictReader(open(out / "metrics.csv")))
     got = {(r["scenario"], r["view"], r["metric"]): r for r in rows}
-    for policy in ("none", "contend"):
+    for policy in ("none", "aridac", "contend"):
         for metric in ("isol_mean", "isol_p05", "work_conservation", "reaction_s", "burst_completion_s"):
             assert (f"workload2/{policy}", "host", metric) in got
-        assert got[(f"workload2/{policy}", "host", "isol_mean")]["value"] != ""
-        assert (f"workload2/{policy}", "guest", "lat_imp") in got
+        for view, metric in (("host", "isol_mean"), ("host", "neighbour_mb_s"), ("guest", "lat_imp"),
+                             ("guest", "lat_p99_imp")):
+            assert float(got[(f"workload2/{policy}", view, metric)]["value"]) > -1, (policy, metric)
         assert all(r["resource"] == "disk" and r["runtime"] == "runc" for r in rows)
     # contend set caps (the neighbour's reclaim is measured); no policy set none
     assert got[("workload2/contend", "host", "reclaim_s")]["value"] != ""
@@ -244,10 +280,25 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     assert (out / "figures" / "victim-workload2.png").exists()
     logs = (out / "guard-logs" / "workload2.contend.r1.jsonl").read_text().splitlines()
     assert json.loads(logs[-1])["event"] == "stop"
+    # aridac at its authors' period (1 s) and ELASTIC (0.35), and it set caps on the real cgroups
+    aridac = [json.loads(line) for line in (out / "guard-logs" / "workload2.aridac.r1.jsonl").read_text().splitlines()]
+    start = next(e for e in aridac if e["event"] == "start")
+    assert start["period_ms"] == 1000 and start["p"] == 0.35
+    assert any(e["event"] == "cap" and e["cap_bytes_s"] for e in aridac)
     assert contend("clean", "--dry-run").stdout.strip() == ""
     # the report is rebuilt from the store alone
     again = contend("report", str(out))
     assert again.returncode == 0 and "contend" in again.stdout
+
+
+def test_the_victims_own_view_comes_from_every_io():
+    """fio's per-I/O log → throughput and mean latency per 100 ms; a bucket without completions is a 0."""
+    from contend.guard.evaluation import io_buckets
+    ios = np.array([[0.01, 1.0, 262144], [0.05, 3.0, 262144], [0.31, 10.0, 131072]])  # s, ms, bytes
+    t, done, lat = io_buckets(ios)
+    assert t == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert done == pytest.approx([2 * 262144 / 0.1, 0, 0, 131072 / 0.1])
+    assert lat[0] == pytest.approx(2.0) and np.isnan(lat[1]) and lat[3] == pytest.approx(10.0)
 
 
 @pytest.mark.parametrize("patch, message", [
@@ -257,6 +308,6 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
 ])
 def test_bad_guard_study_specs_are_exit_2(tmp_path, patch, message):
     spec = tmp_path / "g.yaml"
-    spec.write_text(SMALL.replace("policies: [none, contend]", patch))
+    spec.write_text(SMALL.replace("policies: [none, aridac, contend]", patch))
     p = contend("run", str(spec), "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and message in p.stderr, p.stderr

@@ -62,6 +62,25 @@ def test_latency_impact_and_guest_isolation():
     assert m["lat_imp"] == pytest.approx(2.0) and m["isol_mean"] == pytest.approx(0.75)
 
 
+def test_tail_latency_impact_is_the_p99_of_every_io():
+    """1000 I/Os before the burst at 1 ms, 1000 during it: 980 at 1 ms and 20 at 50 ms. The mean of the
+    buckets barely moves (× 2), the tail does (p99 from 1 to 50 ms)."""
+    before = np.linspace(2.0, START - 0.01, 1000)
+    during = np.linspace(START, END - 0.01, 1000)
+    io_t = np.concatenate([before, during])
+    io_lat = np.concatenate([np.ones(1000), np.where(np.arange(1000) % 50 == 0, 50.0, 1.0)])
+    v, _ = run(200.0, 0.0)
+    m = guest_metrics(T, v, io_t, io_lat, START, END, io_t=io_t, io_lat=io_lat)
+    assert m["lat_p99_imp"] == pytest.approx(50.0 / 1.0 - 1, rel=0.05)
+    assert m["lat_imp"] == pytest.approx((980 + 20 * 50) / 1000 - 1)
+    assert "lat_p99_imp" not in guest_metrics(T, v, T, np.ones_like(T), START, END)  # no per-I/O log
+
+
+def test_neighbour_work_is_its_mean_throughput_during_the_burst():
+    v, n = run(200.0, 750e6)
+    assert protection_metrics(T, v, n, START, END, 800e6)["neighbour_mb_s"] == pytest.approx(750.0)
+
+
 def test_spare_capacity_of_an_unlimited_burst():
     v, n = run(50.0, 950.0)
     assert spare_capacity(T, v, n, START, END, victim_rate=200.0) == pytest.approx(800.0)

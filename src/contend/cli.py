@@ -378,12 +378,18 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
           capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
                                              help="A disk to guard and what it delivers, e.g. 254:0=4G "
                                                   "(repeatable; default: the calibrated disk)."),
-          period_ms: Optional[int] = typer.Option(None, help="Collector and policy period (default 100 ms)."),
+          period_ms: Optional[int] = typer.Option(None, help="Collector and policy period (default: 1000 ms "
+                                                             "for aridac, as its authors' code samples; else 100)."),
           window: Optional[int] = typer.Option(None, help="N: periods in a target's lifeline (default 30)."),
           p: Optional[float] = typer.Option(None, "--p", help="P: elastic ratio, cap = lifeline × (1 + P) "
-                                                              "(default 0.2)."),
+                                                              "(default: contend 0.2; aridac 0.35, its code's "
+                                                              "ELASTIC; the paper's text says 0.2)."),
           floor: Optional[float] = typer.Option(None, help="No cap below this share of capacity (default 0.02)."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log, set no cap."),
+          wait: Optional[float] = typer.Option(None, "--wait", metavar="SECONDS",
+                                               help="At start, wait this long for a named target that does not "
+                                                    "exist yet, e.g. a container started after the guard "
+                                                    "(default 60)."),
           metrics: Optional[str] = typer.Option(None, help="Prometheus endpoint HOST:PORT, or off "
                                                            "(default 127.0.0.1:9731)."),
           alert_cmd: Optional[str] = typer.Option(None, help="Shell command run when an overload alert is "
@@ -401,7 +407,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
                             "window": window, "p": p, "floor": floor, "dry_run": dry_run or None,
-                            "metrics": metrics, "alert_cmd": alert_cmd})
+                            "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:
         fail(str(e))
     need_root("contend guard")
@@ -419,10 +425,13 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     except OSError as e:  # the metrics port taken, say
         fail(f"cannot start: {e}")
     try:
-        g.scan(strict=True)
+        g.wait_for_targets()
     except TargetError as e:
         g.close()
         fail(str(e))
+    except KeyboardInterrupt:
+        g.close()
+        return
     try:
         g.run(duration=duration)  # removes every cap however it ends
     except KeyboardInterrupt:

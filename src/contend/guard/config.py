@@ -66,6 +66,8 @@ class GuardConfig(GuardSettings):
     metrics: str = Field(default="127.0.0.1:9731", pattern=r"^(off|[^:]*:[0-9]+)$")  # Prometheus; "off"
     alert_cmd: str = ""  # run by the shell on every alert raised or cleared (CONTEND_ALERT_* in its env)
     rescan_s: float = Field(default=1.0, gt=0, le=3600)  # how often selectors are resolved again
+    # at start, how long a named target that does not exist yet (cgroup:PATH, docker:NAME) is waited for
+    wait_s: float = Field(default=60.0, ge=0, le=86_400)
 
     @field_validator("targets", mode="before")
     @classmethod

@@ -26,8 +26,8 @@ from ..runtimes import signals_deferred
 from .collector import Collector
 from .config import MIN_CAP, GuardConfig
 from .limiter import Limiter
-from .policy import PolicyInput, TargetView, make
-from .targets import Resolved, TargetError, resolve
+from .policy import PolicyInput, TargetView, default_period_ms, make
+from .targets import Resolved, TargetError, TargetPending, resolve
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,7 @@ class Guard:
         self.disks = disks  # MAJ:MIN -> configured capacity, bytes/s
         self.host = host or detect()
         self.policy = make(cfg.policy, cfg.window, cfg.p)
+        self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
         self.limiter = Limiter(self.host, cfg.dry_run)
         self.log_stream = log
@@ -191,6 +192,23 @@ class Guard:
                 self.log("target-added", target=name, cgroup=r.relpath, weight=r.weight)
         self.metrics.targets.set(len(self.targets))
 
+    def wait_for_targets(self, stop: threading.Event | None = None) -> None:
+        """scan(strict=True), waiting up to cfg.wait_s for a named target that does not exist yet (a guard
+        started before the containers it protects), with a log line; then TargetError."""
+        stop = stop or threading.Event()
+        deadline = time.monotonic() + self.cfg.wait_s
+        told: set[str] = set()
+        while True:
+            try:
+                return self.scan(strict=True)
+            except TargetPending as e:
+                if time.monotonic() >= deadline or stop.is_set():
+                    raise TargetError(f"{e} (waited {self.cfg.wait_s:g} s)") from None
+                if str(e) not in told:
+                    told.add(str(e))
+                    self.log("target-waiting", message=str(e), wait_s=self.cfg.wait_s)
+                stop.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+
     # -- one period
     def step(self) -> None:
         now = time.monotonic()
@@ -252,10 +270,11 @@ class Guard:
     def run(self, stop: threading.Event | None = None, duration: float | None = None) -> None:
         """Until stop is set, duration passes, or an interrupt; caps are removed however it ends."""
         stop = stop or threading.Event()
-        period = self.cfg.period_ms / 1000
+        period = self.period_ms / 1000
         end = None if duration is None else time.monotonic() + duration
         self.log("start", policy=self.cfg.policy, disks={d: round(c) for d, c in self.disks.items()},
-                 period_ms=self.cfg.period_ms, dry_run=self.cfg.dry_run, pid=os.getpid())
+                 period_ms=self.period_ms, window=self.cfg.window, p=getattr(self.policy, "p", None),
+                 dry_run=self.cfg.dry_run, pid=os.getpid())
         try:
             next_at = time.monotonic()
             while not stop.is_set() and (end is None or time.monotonic() < end):

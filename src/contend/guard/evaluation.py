@@ -17,6 +17,8 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
+
 from .. import runtimes
 from ..cgroups import CgroupHost, detect
 from ..metrics import StepWindow
@@ -40,10 +42,11 @@ def fio_common(tenant: str, block: str, iodepth: int) -> list[str]:
 
 
 def victim_argv(rate: float, max_s: float) -> list[str]:
-    """Steady writes at its rate, logging throughput and latency every 100 ms, until stopped."""
+    """Steady writes at its rate, logging every I/O's latency (its throughput per bucket and its tail
+    latency come from the same log), until stopped."""
     return ["fio", *fio_common("victim", "256k", 4), "--name=victim", f"--rate={int(rate)}", "--time_based",
-            f"--runtime={int(max_s)}", "--write_lat_log=/data/victim", "--write_bw_log=/data/victim",
-            "--log_avg_msec=100", "--output-format=json", "--output=/data/victim.json"]
+            f"--runtime={int(max_s)}", "--write_lat_log=/data/victim", "--disable_clat=1", "--disable_slat=1",
+            "--output-format=json", "--output=/data/victim.json"]
 
 
 def neighbour_argv(w: Workload, capacity: float) -> list[str]:
@@ -61,18 +64,33 @@ def neighbour_argv(w: Workload, capacity: float) -> list[str]:
     return argv
 
 
-def read_log(path: Path, t0: float, scale: float) -> list[tuple[float, float]]:
-    """A fio log (ms since the job started, value) as (trial seconds, value × scale)."""
-    out = []
+VICTIM_LOG = "victim_lat.1.log"
+BUCKET_S = 0.1  # the guest view's buckets, as the host sampler's
+
+
+def read_io_log(path: Path) -> np.ndarray:
+    """A fio per-I/O log (ms since the job started, latency ns, direction, block size, ...) as rows of
+    (seconds, latency ms, bytes); empty if missing."""
     try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) >= 2 and parts[0].isdigit():
-            out.append((t0 + int(parts[0]) / 1000, float(parts[1]) * scale))
-    return out
+        rows = np.loadtxt(path, delimiter=",", usecols=(0, 1, 3), ndmin=2)
+    except (OSError, ValueError):
+        return np.empty((0, 3))
+    return np.column_stack([rows[:, 0] / 1000, rows[:, 1] / 1e6, rows[:, 2]]) if len(rows) else np.empty((0, 3))
+
+
+def io_buckets(ios: np.ndarray, width: float = BUCKET_S) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per bucket from the first I/O to the last: its start, bytes/s completed (0 where none), mean latency
+    ms (nan where none)."""
+    if not len(ios):
+        e = np.array([])
+        return e, e, e
+    k = np.floor(ios[:, 0] / width).astype(int)
+    n = k.max() + 1
+    count = np.bincount(k, minlength=n)
+    done = np.bincount(k, weights=ios[:, 2], minlength=n) / width
+    lat = np.bincount(k, weights=ios[:, 1], minlength=n) / np.maximum(count, 1)
+    lat[count == 0] = np.nan
+    return np.arange(n) * width, done, lat
 
 
 def phases(report: Path) -> dict[str, float]:
@@ -135,6 +153,9 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
                           **study.guard.model_dump())
         log.parent.mkdir(parents=True, exist_ok=True)
         guard = Guard(cfg, {dev: C}, host, log=open(log, "w"), record=True, clock0=clock0)
+        # the settings in force (a policy's own period and P where the study left them to it)
+        rec.scenario_params["guard"] = {**study.guard.model_dump(), "period_ms": guard.period_ms,
+                                        "p": getattr(guard.policy, "p", None)}
         guard.scan(strict=True)
         sampler = CgroupSampler([Target(t, containers[t].cgroup) for t in TENANTS], 0.1, clock0).start()
         starts = {}
@@ -164,7 +185,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
                 p.kill()
                 _, err = p.communicate()
             # the victim is stopped with SIGINT: fio then ends its jobs, writes its logs and exits 128 or so
-            if p.returncode != 0 and not (t == "victim" and (data[t] / "victim_bw.1.log").exists()):
+            if p.returncode != 0 and not (t == "victim" and (data[t] / VICTIM_LOG).exists()):
                 raise RuntimeError_(f"{t}: fio exited {p.returncode} {last_line(err)}")
         t_end = time.monotonic() - clock0
         stop.set()
@@ -214,11 +235,14 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
 
 
 def _guest(result: TrialResult, victim_dir: Path, t0: float) -> None:
-    """The victim's fio logs: throughput (KiB/s) and mean latency (ns) per 100 ms."""
-    for t, v in read_log(victim_dir / "victim_bw.1.log", t0, 1024.0):
-        result.samples.append(Sample(t, "victim", "load", "bytes_s", v))
-    for t, v in read_log(victim_dir / "victim_lat.1.log", t0, 1e-6):
-        result.samples.append(Sample(t, "victim", "load", "lat_ms", v))
+    """The victim's own view from fio's per-I/O log: throughput and mean latency per 100 ms, and every
+    I/O's latency (what its tail latency is computed from)."""
+    ios = read_io_log(victim_dir / VICTIM_LOG)
+    t, done, lat = io_buckets(ios)
+    result.samples += [Sample(t0 + a, "victim", "load", "bytes_s", float(b)) for a, b in zip(t, done)]
+    result.samples += [Sample(t0 + a, "victim", "load", "lat_ms", float(b)) for a, b in zip(t, lat)
+                       if not math.isnan(b)]
+    result.samples += [Sample(t0 + a, "victim", "load", "io_lat_ms", float(b)) for a, b in ios[:, :2]]
 
 
 def _guard_record(result: TrialResult, guard: Guard, rel: dict[str, str]) -> None:

@@ -42,6 +42,7 @@ class Decision:
 
 class Policy:
     name = ""
+    period_ms = 100  # the period the policy is meant to run at (the guard's default for it)
 
     def decide(self, inp: PolicyInput) -> Decision:  # pragma: no cover - interface
         raise NotImplementedError
@@ -71,37 +72,79 @@ def _mean_tail(u: np.ndarray, n: int) -> float:
     return float(np.mean(u[-n:])) if len(u) else 0.0
 
 
+# a target with no cap counts as this limit in Aridac's accounting: its authors started every container with
+# `--device-write-bps ...:1000000mb` (launch_fio_docker.sh), so idle capacity is negative until each has a
+# lifeline and was scaled down to it
+UNCAPPED = 1e12
+
+
 @dataclass
 class AridacPolicy(Policy):
-    """Yue, Peng, Wang (Aridac) §3-4: lifeline = mean of the last N samples, cap = lifeline × (1 + P).
+    """Aridac (Yue, Peng, Wang) as its authors' code runs it (Project/src/stats.py and policy.py).
 
-    Scale up: a target using (almost) its whole cap grows by (1 + P) a period into idle capacity.
-    Scale down: a cap more than (1 + P)² above its lifeline × (1 + P) falls back to it. Alert: the
-    lifeline caps sum past the capacity (the paper's "sum of the caps bigger than 1").
+    Each period every target's rate enters its queue as a share of the capacity: a zero repeats the last
+    share (an idle target keeps its lifeline), a share above 1 is dropped, the queue keeps the last N. With
+    two shares or more, the lifeline is the queue's mean × capacity, the desire lifeline × (1 + P), and in
+    the targets' order, with idle = capacity − Σ caps:
+      - desire above the cap and idle > 0: cap = min(desire, lifeline + idle) (growth only into idle
+        capacity, and bounded by it); idle shrinks by what the cap grew;
+      - desire below cap × (1 − P): cap = desire (scale down), idle grows by what it gave back;
+      - otherwise the cap stays; with idle ≤ 0 the code prints "No idle bandwidth" (the alert here).
+    A target with fewer than two shares keeps the cap it has (none: uncapped, counted as UNCAPPED). The
+    alert is also raised when Σ desires exceeds the capacity (the paper's text: the caps sum past 1).
+    Defaults are the code's (ELASTIC = 0.35, about one sample a second: `period_ms`); the paper's text
+    says P = 0.2 (`--p 0.2`). Reads and writes are one quantity here (the code keeps one queue each).
     """
 
     n: int = 30
-    p: float = 0.2
+    p: float = 0.35
     name = "aridac"
+    period_ms = 1000
+
+    def queues(self, inp: PolicyInput) -> dict[str, list[float]]:
+        """Each target's queue of shares after this period's sample (gone targets forgotten)."""
+        old = inp.state.get("queues", {})
+        out = {}
+        for t in inp.targets:
+            q = list(old.get(t.name, []))
+            if len(t.usage):
+                r = float(t.usage[-1]) / inp.capacity
+                if r == 0.0 and q:
+                    q.append(q[-1])
+                elif 0.0 < r <= 1.0:
+                    q.append(r)
+            out[t.name] = q[-self.n:]
+        return out
 
     def decide(self, inp: PolicyInput) -> Decision:
-        base = {t.name: max(inp.floor, _mean_tail(t.usage, self.n) * (1 + self.p)) for t in inp.targets}
-        caps: dict[str, float | None] = {}
-        idle = inp.capacity - sum(max(base[t.name], t.cap or 0.0) for t in inp.targets)
-        for t in inp.targets:
-            cap = base[t.name]
-            if t.cap is not None and len(t.usage):
-                if t.usage[-1] >= 0.95 * t.cap and idle > 0:  # scale up into idle capacity
-                    grown = min(t.cap * (1 + self.p), cap + idle)
-                    idle -= max(0.0, grown - cap)
-                    cap = max(cap, grown)
-                elif t.cap <= cap * (1 + self.p) ** 2:  # not far above need: keep it
-                    cap = max(cap, t.cap)
-            caps[t.name] = cap
-        need = sum(base.values())
-        alert = (f"caps {need / 1e6:.0f} MB/s exceed capacity {inp.capacity / 1e6:.0f} MB/s"
-                 if need > inp.capacity else "")
-        return Decision(caps, alert, inp.capacity)
+        queues = self.queues(inp)
+        limit = {t.name: UNCAPPED if t.cap is None else t.cap for t in inp.targets}
+        idle = inp.capacity - sum(limit.values())
+        life = {k: inp.capacity * float(np.mean(q)) for k, q in queues.items() if len(q) > 1}
+        caps: dict[str, float | None] = {t.name: t.cap for t in inp.targets}
+        starved = []
+        for k, d in life.items():
+            desire = max(inp.floor, d * (1 + self.p))
+            if desire == limit[k]:
+                continue
+            if desire > limit[k] and idle > 0:
+                new = max(inp.floor, min(desire, d + idle))
+                idle -= new - limit[k]
+            elif desire < limit[k] * (1 - self.p):
+                idle += limit[k] - desire
+                new = desire
+            else:
+                if idle <= 0:
+                    starved.append(k)
+                continue
+            caps[k] = limit[k] = new
+        need = sum(life.values()) * (1 + self.p)
+        alert = ""
+        if need > inp.capacity:
+            alert = f"caps {need / 1e6:.0f} MB/s exceed capacity {inp.capacity / 1e6:.0f} MB/s"
+        elif starved:
+            alert = f"no idle bandwidth (capacity {inp.capacity / 1e6:.0f} MB/s) for {', '.join(starved)}"
+        return Decision(caps, alert, inp.capacity, {"queues": queues})
 
 
 def waterfill(claims: dict[str, float], weights: dict[str, float], capacity: float) -> dict[str, float]:
@@ -205,9 +248,14 @@ class ContendPolicy(Policy):
 POLICIES = {"none": NoPolicy, "static": StaticPolicy, "aridac": AridacPolicy, "contend": ContendPolicy}
 
 
-def make(name: str, n: int = 30, p: float = 0.2) -> Policy:
+def make(name: str, n: int = 30, p: float | None = None) -> Policy:
+    """A policy by name; p None: its own default (aridac 0.35 as its authors' code, contend 0.2)."""
     if name == "aridac":
-        return AridacPolicy(n=n, p=p)
+        return AridacPolicy(n=n) if p is None else AridacPolicy(n=n, p=p)
     if name == "contend":
-        return ContendPolicy(window=n, p=p)
+        return ContendPolicy(window=n) if p is None else ContendPolicy(window=n, p=p)
     return POLICIES[name]()
+
+
+def default_period_ms(name: str) -> int:
+    return POLICIES[name].period_ms

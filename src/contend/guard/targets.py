@@ -25,6 +25,11 @@ class TargetError(Exception):
     """A selector that names nothing (at start) or cannot be read: str(e) is the one line to print."""
 
 
+class TargetPending(TargetError):
+    """A selector naming one cgroup or container that does not exist (yet): a guard started before the
+    containers it protects waits for it."""
+
+
 @dataclass(frozen=True)
 class Resolved:
     name: str  # what logs and metrics call it
@@ -78,7 +83,7 @@ def _engine(binary: str, what: str) -> list[tuple[str, int]]:
         return []
     p = subprocess.run([binary, "inspect", *ids], capture_output=True, text=True, timeout=15)
     if p.returncode != 0 and not what.startswith("label="):
-        raise TargetError(f"{binary}:{what}: no such container")
+        raise TargetPending(f"{binary}:{what}: no such container")
     try:
         docs = json.loads(p.stdout or "[]")
     except json.JSONDecodeError:
@@ -94,6 +99,8 @@ def resolve(host: CgroupHost, selector: str, weight: float = 1.0) -> list[Resolv
         return _resolve(host, kind, what, selector, weight)
     except ValueError as e:  # a path that would leave the hierarchy
         raise TargetError(str(e)) from None
+    except (OSError, subprocess.TimeoutExpired) as e:  # the engine hung, or a cgroup file vanished
+        raise TargetError(f"{selector}: {e}") from None
 
 
 def _resolve(host: CgroupHost, kind: str, what: str, selector: str, weight: float) -> list[Resolved]:
@@ -102,7 +109,7 @@ def _resolve(host: CgroupHost, kind: str, what: str, selector: str, weight: floa
     if kind == "cgroup":
         rel = cgroup_relpath(host, what)
         if not rel or not host.cgroup(rel).exists():
-            raise TargetError(f"cgroup:{what}: no such cgroup")
+            raise TargetPending(f"cgroup:{what}: no such cgroup")
         return [Resolved(rel, rel, weight)]
     if kind in ("docker", "podman"):
         out = []
@@ -112,7 +119,7 @@ def _resolve(host: CgroupHost, kind: str, what: str, selector: str, weight: floa
             except (OSError, TargetError):
                 continue  # exited meanwhile
         if not out and not what.startswith("label="):
-            raise TargetError(f"{selector}: not running")
+            raise TargetPending(f"{selector}: not running")
         return out
     if kind == "contend":
         return [Resolved(rel.split("/")[-1], rel, weight) for rel in contend_cgroups(host)]

@@ -14,8 +14,8 @@ DIRECTION: dict[str, int] = {
     "isol_mean": HIGHER, "isol_p01": HIGHER, "isol_p05": HIGHER, "isol_p50": HIGHER,
     "loss": LOWER, "escape": LOWER, "W_d_ref": DESCRIPTIVE, "W_a_ref": DESCRIPTIVE,
     # guard studies (metrics/protection.py): a latency impact is a cost
-    "work_conservation": HIGHER, "lat_imp": LOWER, "reaction_s": LOWER, "reclaim_s": LOWER,
-    "burst_completion_s": LOWER,
+    "work_conservation": HIGHER, "lat_imp": LOWER, "lat_p99_imp": LOWER, "reaction_s": LOWER, "reclaim_s": LOWER,
+    "burst_completion_s": LOWER, "neighbour_mb_s": HIGHER,
     # victim studies (metrics/degradation.py): D and drops are losses, multipliers of latency are costs
     "D": LOWER, "read_iops_drop_pct": LOWER, "write_iops_drop_pct": LOWER, "read_iops_worst_drop_pct": LOWER,
     "write_iops_worst_drop_pct": LOWER, "read_lat_x": LOWER, "write_lat_x": LOWER, "read_p99_x": LOWER,

@@ -8,6 +8,9 @@ how long the burst took. Here, for one run of a workload under one policy:
   burst), at most 1;
   `isol_mean` and `isol_p05` (the 5th percentile: the worst moments).
 - lat_imp: the victim's mean latency during the burst / before it, - 1 (0: no impact).
+- lat_p99_imp: the same for the 99th percentile of every I/O's latency (the tail a user sees).
+- neighbour_mb_s: the neighbour's mean throughput during the burst, MB/s: the work a policy let it do
+  (its burst is a fixed amount of I/O, so this is that amount over burst_completion_s).
 - work_conservation: the burst's mean throughput / the spare capacity (what the disk delivers with
   nothing limiting anybody, minus the victim's own rate); 1 = the burst got everything the victim left.
 - reaction_s: from the burst's start until the victim's isol (smoothed over `smooth` buckets) is at least
@@ -85,22 +88,38 @@ def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray,
     return {
         **isol_stats(isol),
         "work_conservation": float(np.mean(burst)) / spare if len(burst) and spare > 0 else math.nan,
+        "neighbour_mb_s": float(np.mean(burst)) / 1e6 if len(burst) else math.nan,
         "reaction_s": reaction(isol_t, isol, burst_start),
         "reclaim_s": reclaim(cap_t, cap, burst_start, burst_end) if cap_t is not None and len(cap_t) else math.nan,
         "burst_completion_s": float(burst_end - burst_start),
     }
 
 
+def impact(t: np.ndarray, v: np.ndarray, burst_start: float, burst_end: float, warmup_s: float,
+           stat=np.mean) -> float:
+    """stat(v) during the burst / stat(v) before it (after the warm-up) - 1; nan if either is empty."""
+    before = _window(t, v, min(warmup_s, burst_start / 2), burst_start)
+    during = _window(t, v, burst_start, burst_end)
+    if not len(before) or not len(during):
+        return math.nan
+    base = float(stat(before))
+    return float(stat(during)) / base - 1 if base > 0 else math.nan
+
+
+def p99(v: np.ndarray) -> float:
+    return float(np.percentile(v, 99))
+
+
 def guest_metrics(t: np.ndarray, victim: np.ndarray, lat_t: np.ndarray, lat: np.ndarray, burst_start: float,
-                  burst_end: float, warmup_s: float = 2.0, reference: float | None = None) -> dict[str, float]:
-    """The guest view: the victim's own throughput and latency as its load generator logged them."""
+                  burst_end: float, warmup_s: float = 2.0, reference: float | None = None,
+                  io_t: np.ndarray | None = None, io_lat: np.ndarray | None = None) -> dict[str, float]:
+    """The guest view: the victim's own throughput and latency as its load generator logged them (lat: mean
+    per bucket; io_lat: every I/O's latency, for the tail)."""
     isol = isolation(t, victim, burst_start, burst_end, warmup_s, reference)
-    base = baseline(lat_t, lat, burst_start, warmup_s)
-    during = _window(lat_t, lat, burst_start, burst_end)
-    return {
-        **isol_stats(isol),
-        "lat_imp": float(np.mean(during)) / base - 1 if len(during) and base > 0 else math.nan,
-    }
+    out = {**isol_stats(isol), "lat_imp": impact(lat_t, lat, burst_start, burst_end, warmup_s)}
+    if io_t is not None and len(io_t):
+        out["lat_p99_imp"] = impact(io_t, io_lat, burst_start, burst_end, warmup_s, p99)
+    return out
 
 
 def spare_capacity(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray, burst_start: float,

@@ -19,6 +19,7 @@ from .page import write_page
 from .table import ci_text
 
 COLUMNS = (("isol_mean", "host", "isol mean"), ("isol_p05", "host", "isol p05"), ("lat_imp", "guest", "lat imp"),
+           ("lat_p99_imp", "guest", "p99 imp"), ("neighbour_mb_s", "host", "nbr MB/s"),
            ("work_conservation", "host", "work cons."), ("reaction_s", "host", "reaction s"),
            ("reclaim_s", "host", "reclaim s"), ("burst_completion_s", "host", "burst done s"))
 ORDER = ("none", "static", "aridac", "contend")
@@ -73,8 +74,10 @@ def run_metrics(run: Run, spare: float) -> list[tuple[str, str, float]]:
                                                           cap_t, cap, reference=ref).items()]
     gt, gv = s.series("victim", "load", "bytes_s")
     lt, lat = s.series("victim", "load", "lat_ms")
+    it, ilat = s.series("victim", "load", "io_lat_ms")
     if len(gt):
-        rows += [("guest", k, x) for k, x in guest_metrics(gt, gv, lt, lat, t0, t1, reference=ref).items()]
+        rows += [("guest", k, x) for k, x in guest_metrics(gt, gv, lt, lat, t0, t1, reference=ref, io_t=it,
+                                                           io_lat=ilat).items()]
     return rows
 
 

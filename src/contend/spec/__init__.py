@@ -235,9 +235,11 @@ class Spec(StudyKind):
 class GuardSettings(Strict):
     """The guard's tunables, shared by `contend guard` and guard studies."""
 
-    period_ms: int = Field(default=100, ge=10, le=60_000)  # collector and policy period
+    # collector and policy period; None: the policy's own (aridac 1000 ms as its authors' code, else 100)
+    period_ms: int | None = Field(default=None, ge=10, le=60_000)
     window: int = Field(default=30, ge=1, le=100_000)  # N: periods in a target's lifeline
-    p: float = Field(default=0.2, ge=0, le=100)  # elastic ratio P: cap = lifeline × (1 + P)
+    # elastic ratio P: cap = lifeline × (1 + P); None: the policy's own (aridac 0.35, contend 0.2)
+    p: float | None = Field(default=None, ge=0, le=100)
     floor: float = Field(default=0.02, gt=0, lt=1)  # no cap below this share of the disk's capacity
 
 
