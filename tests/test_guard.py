@@ -57,6 +57,25 @@ def test_caps_appear_follow_the_load_hold_and_disappear_on_exit(cg, target_file)
 
 
 @needs_root
+def test_a_cap_moved_less_than_the_hysteresis_is_not_rewritten(cg, tmp_path):
+    """Every write of a throttle restarts the kernel's slice for the group: small moves are not written."""
+    from contend.guard.limiter import Limiter
+    host, g = cg
+    dev = device_of(DATA)
+    lim = Limiter(host, state_dir=tmp_path, hysteresis=0.05)
+    try:
+        lim.apply(g.relpath, dev, 100e6)
+        assert g.io_limits()[dev].wbps == 100_000_000
+        lim.apply(g.relpath, dev, 104e6)  # 4 %: kept as it is
+        assert g.io_limits()[dev].wbps == 100_000_000
+        lim.apply(g.relpath, dev, 94e6)  # 6 % down: written
+        assert g.io_limits()[dev].wbps == 94_000_000
+    finally:
+        lim.release_all()
+    assert dev not in g.io_limits() or not g.io_limits()[dev].wbps
+
+
+@needs_root
 def test_a_users_own_throttle_is_kept_under_the_cap_and_restored(cg, target_file):
     host, g = cg
     dev = device_of(DATA)

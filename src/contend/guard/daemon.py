@@ -99,7 +99,7 @@ class Guard:
         self.policy = make(cfg.policy, cfg.window, cfg.p)
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
-        self.limiter = Limiter(self.host, cfg.dry_run)
+        self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=cfg.hysteresis)
         self.log_stream = log
         self.clock0 = time.monotonic() if clock0 is None else clock0
         self.targets: dict[str, Resolved] = {}

@@ -35,9 +35,13 @@ def cap_limit(device: str, cap: float, original: IoLimit | None) -> IoLimit:
 
 
 class Limiter:
-    def __init__(self, host: CgroupHost, dry_run: bool = False, state_dir: Path | None = None):
+    def __init__(self, host: CgroupHost, dry_run: bool = False, state_dir: Path | None = None,
+                 hysteresis: float = 0.0):
         self.host = host
         self.dry_run = dry_run
+        # a cap in force is written again only when it moves by more than this share of it: every write of a
+        # throttle restarts the group's slice in the kernel (blk-throttle's tg_conf_updated)
+        self.hysteresis = hysteresis
         self.state_dir = state_dir or GUARD_STATE
         self.instance = uuid.uuid4().hex
         self.state_file = self.state_dir / f"{self.instance}.json"
@@ -63,7 +67,8 @@ class Limiter:
             if dead:
                 _forget(dead[0], relpath, device)
         lim = cap_limit(device, cap, self.originals[key])
-        if self.caps.get(key) != lim.wbps:
+        now = self.caps.get(key)
+        if now is None or abs(lim.wbps - now) > self.hysteresis * now:
             cg.set_limits(Limits(io=(lim,)))
             self.caps[key] = lim.wbps
 

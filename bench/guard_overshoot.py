@@ -1,0 +1,55 @@
+"""How often a capped neighbour got past its cap, and whether the victim dipped then (docs/results.md, issue 26).
+
+Reads a guard study's results directory (`contend run presets/aridac-workloads.yaml --out DIR`) and prints per
+run, during the burst (its first second left out): the host view's 100 ms buckets, those where the neighbour
+did more than 1.2 × the cap in force, the victim's dips (below 0.8 × its median over the burst), the dips next
+to (within a bucket of) an overshoot, and how much the neighbour's cap moved from one guard period to the next
+(median %). Nothing is run: the store is only read.
+
+    .venv/bin/python bench/guard_overshoot.py DIR [--policy contend]
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from contend.report.protection import io_series
+from contend.store import Store
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("directory", type=Path)
+    ap.add_argument("--policy", action="append", help="only these policies (repeatable; default: every capped one)")
+    a = ap.parse_args()
+    with Store(a.directory, read_only=True) as st:
+        for trial in st.trials():
+            tid = trial["trial_id"]
+            policy = trial["scenario"].split("/")[-1]
+            if trial["status"] != "ok" or policy == "none" or (a.policy and policy not in a.policy):
+                continue
+            s = st.samples(tid)
+            names = {t.rsplit("-", 1)[-1]: t for t in set(s.tenant[s.source == "guard"]) if t}
+            burst = next((w for w in st.steps(tid) if w.phase == "burst"), None)
+            if burst is None or "neighbour" not in names:
+                continue
+            ct, cap = s.series(names["neighbour"], "guard", "cap_bytes_s")
+            t, nb = io_series(s, "neighbour")
+            _, victim = io_series(s, "victim")
+            m = (t > burst.t_start + 1) & (t < burst.t_end)
+            if not m.any() or not len(ct):
+                continue
+            over = nb[m] > 1.2 * np.interp(t[m] - 0.1, ct, cap)  # the cap set a period before the bucket
+            dip = victim[m] < 0.8 * np.median(victim[m])
+            near = over | np.roll(over, 1) | np.roll(over, -1)
+            during = (ct > burst.t_start) & (ct < burst.t_end)
+            moves = np.abs(np.diff(cap[during])) / cap[during][:-1] if during.sum() > 1 else np.array([0.0])
+            print(f"{tid}: {m.sum()} buckets, neighbour over 1.2 × its cap in {over.sum()}, victim dips {dip.sum()} "
+                  f"({(dip & near).sum()} next to an overshoot); cap moved {np.median(moves) * 100:.2f} % "
+                  f"a period (median), in {np.mean(moves > 0) * 100:.0f} % of periods")
+
+
+if __name__ == "__main__":
+    main()
