@@ -9,7 +9,16 @@
 # The guest's console goes to stdout; SCRIPT's exit code becomes this script's. A guest that does not finish
 # within $GUEST_TIMEOUT seconds is killed (exit 124) with its console log already printed.
 set -euo pipefail
-GUEST_DIR=${GUEST_DIR:-/var/cache/contend/cgroup2-guest}
+# GUEST_KERNEL: which of Debian's kernels the guest boots: 6.1 (bookworm's, the default) or 6.12 (bookworm's
+# updates); each is cached in a directory of its own. KPKG names an exact linux-image package instead.
+GUEST_KERNEL=${GUEST_KERNEL:-6.1}
+case "$GUEST_KERNEL" in
+  6.1) KPATTERN='^linux-image-6\.1\.0-[0-9]+-amd64$'; default_dir=/var/cache/contend/cgroup2-guest ;;
+  6.12) KPATTERN='^linux-image-6\.12\.[0-9]+\+deb12-amd64$'; default_dir=/var/cache/contend/cgroup2-guest-6.12 ;;
+  *) echo "cgroup2-guest: GUEST_KERNEL=$GUEST_KERNEL: must be 6.1 or 6.12 (the kernels Debian's lists offer here)" >&2
+     exit 2 ;;
+esac
+GUEST_DIR=${GUEST_DIR:-$default_dir}
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-600}
 KPKG=${KPKG:-}
 MODULES=(virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk netfs fscache
@@ -25,9 +34,9 @@ build() {
   # (the guest also runs the host's /bin/busybox after switch_root, for poweroff)
   mkdir -p "$GUEST_DIR" && cd "$GUEST_DIR"
   if [ -z "$KPKG" ]; then
-    KPKG=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' | awk '{print $1}' | sort -V | tail -1)
+    KPKG=$(apt-cache search --names-only "$KPATTERN" | awk '{print $1}' | sort -V | tail -1)
   fi
-  [ -n "$KPKG" ] || die "no linux-image-6.1.0-*-amd64 package in the apt lists (run apt-get update)"
+  [ -n "$KPKG" ] || die "no package matching $KPATTERN in the apt lists (run apt-get update)"
   rm -rf pkg x && mkdir pkg && (cd pkg && apt-get download -q "$KPKG" >/dev/null 2>&1) \
     || die "apt-get download $KPKG failed"
   dpkg -x pkg/*.deb x
@@ -36,16 +45,19 @@ build() {
   rm -rf initrd && mkdir -p initrd/{bin,proc,sys,dev,root,lib/modules}
   cp /bin/busybox initrd/bin/busybox
   for m in "${MODULES[@]}"; do
-    f=$(find "x/lib/modules/$kver" -name "$m.ko" | head -1)
-    [ -n "$f" ] || die "module $m not in $KPKG"
-    cp "$f" initrd/lib/modules/
+    f=$(find "x/lib/modules/$kver" -name "$m.ko" -o -name "$m.ko.xz" | head -1)
+    if [ -z "$f" ]; then  # built in, or merged into another (fscache into netfs since 6.8)
+      grep -q "/$m.ko" "x/lib/modules/$kver/modules.builtin" 2>/dev/null || echo "cgroup2-guest: no module $m in $KPKG"
+      continue
+    fi
+    case "$f" in *.xz) xz -dc "$f" > "initrd/lib/modules/$m.ko" ;; *) cp "$f" initrd/lib/modules/ ;; esac
   done
   cat > initrd/init <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 # load until nothing is left (dependencies differ between kernel builds), at most 5 passes
-left="virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk netfs fscache 9pnet 9pnet_virtio 9p crc16 mbcache jbd2 crc32c_generic ext4"
+left=$(cd /lib/modules && ls *.ko | sed 's/\.ko$//')
 for pass in 1 2 3 4 5; do
   next=""
   for m in $left; do insmod /lib/modules/$m.ko 2>/dev/null || next="$next $m"; done

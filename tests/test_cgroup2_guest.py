@@ -1,7 +1,9 @@
 """Boots the cgroup v2 guest (Debian's kernel under qemu, the host's root over 9p) and runs the real-v2
-tests inside it; their summary comes back here. Skips where qemu or busybox-static are missing."""
+tests inside it; their summary comes back here. Skips where qemu or busybox-static are missing. GUEST_KERNEL=6.12
+picks the guest's other kernel (scripts/cgroup2-guest.sh)."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -29,7 +31,8 @@ def test_real_v2_tests_pass_in_the_cgroup2_guest():
             --basetemp=/run/tmp/pytest -m cgroup2 tests/test_cgroup2.py
         """))
     p = subprocess.run([str(ROOT / "scripts/cgroup2-guest.sh"), "run", str(script)], capture_output=True,
-                       text=True, timeout=900, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GUEST_TIMEOUT": "600"})
+                       text=True, timeout=900, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GUEST_TIMEOUT": "600",
+                                                 "GUEST_KERNEL": os.environ.get("GUEST_KERNEL", "6.1")})
     console = p.stdout + p.stderr
     print(console)  # the guest's console and its pytest summary, shown with -s or on failure
     assert "guest: cgroup2 controllers:" in console, "the guest did not boot"

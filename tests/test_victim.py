@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from contend.cgroups import Limits
+from contend.cgroups import Limits, detect
 from contend.load.database import DATABASES, DatabaseError, parse_pgbench, parse_sysbench
 from contend.load.fio import iops_log, victim_argv, victim_figures
 from contend.metrics.degradation import DISKFILL_RULES, OLTP_RULES, Window, converged, paired
@@ -272,6 +272,13 @@ def test_diskfill_measures_the_victim_before_and_during_the_attack(fill_study):
     assert drop["n"] == "2" and -100 < float(drop["value"]) < 100
     assert float(rows[("baseline", "guest", "read_iops")]["value"]) > 100
     assert 0 <= float(rows[("fits-memory", "host", "device_util")]["value"]) <= 1
+    # who the disk's writes were charged to: on v2 the attackers' cgroups are charged for their buffered writes
+    # as the flusher writes them back; on v1 and hybrid hosts the flusher's writes are charged to no container
+    charged = float(rows[("fits-memory", "host", "attackers_charged_pct")]["value"])
+    if detect().mode == "v2":
+        assert charged > 50, f"{charged:.0f} % of the disk's writes charged to the attackers on cgroup v2"
+    else:
+        assert charged < 10, f"{charged:.0f} % of the disk's writes charged to the attackers without cgroup v2's writeback"
     tables = (out / "victim-tables.md").read_text()
     assert "## baseline" in tables and "## fits-memory" in tables and "| runc |" in tables
     assert (out / "figures" / "diskfill-bars.png").stat().st_size > 0

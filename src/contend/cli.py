@@ -59,8 +59,12 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the facts a
     from .paths import DATA
     if calibrate:
         need_root("doctor --calibrate")
-        with console.status("calibrating: CPU (3 s), disk (3 × 5 s fio), memory"):
-            do_calibrate(disk_dir or DATA)
+        from .tools import ToolFailed
+        try:
+            with console.status("calibrating: CPU (3 s), disk (3 × 5 s fio), memory"):
+                do_calibrate(disk_dir or DATA)
+        except ToolFailed as e:
+            fail(str(e), 1)
         if not as_json:
             console.print(f"capacity saved to {CAPACITY_FILE}")
     with console.status("looking at this host (starting a container per runtime)"):
@@ -94,7 +98,8 @@ def _print_facts(f: dict) -> None:
     for name, r in f["ebpf"]["probe_types"].items():
         t.add_row(f"{name} (probe type)", _yes(r["attaches"]), r["reason"])
     for p in f["ebpf"]["probes"]:
-        t.add_row(f"contend probe: {p['name']}", _yes(p["attaches"]), p["reason"])
+        t.add_row(f"contend probe: {p['name']}" + (f" ({p['tracepoint']})" if p.get("tracepoint") else ""),
+                  _yes(p["attaches"]), p["reason"])
     console.print(t)
     console.print("[bold]load generators[/bold] " + ", ".join(
         f"{k} {v}" if v else f"{k} [red]missing[/red]" for k, v in f["load_generators"].items()))
@@ -262,6 +267,10 @@ def _study(spec, directory: Path, resuming: bool = False):
     from .study import study_for
     if not resuming and directory.exists() and any(directory.iterdir()):
         fail(f"{directory}: results directory exists and is not empty (choose another --out)")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # a read-only checkout as the working directory, say
+        fail(f"{directory}: cannot make the results directory: {e.strerror or e} (choose another --out)")
     study = study_for(spec, directory, console)
     try:
         study.preflight()  # checks that need the host (e.g. free disk space): before anything is started
@@ -336,6 +345,8 @@ def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results 
     except Exception as e:  # duckdb: not a database, locked by a running study
         fail(f"{directory}: cannot open the store: {str(e).splitlines()[0]}")
     with store:
+        if not store.trials():
+            fail(f"{directory}: no trial finished in this study: nothing to report", 1)
         written = rep.refresh(directory, store, title=str(directory))
     console.print(written.table)
     console.print(f"report: {written.path}")
@@ -411,11 +422,14 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     except SpecError as e:
         fail(str(e))
     need_root("contend guard")
+    from .tools import ToolFailed
     try:
         capacities = {d.device: d.capacity for d in cfg.disks} or default_disks(
             say=lambda s: print(f"contend: {s}", file=sys.stderr))
     except SpecError as e:
         fail(str(e))
+    except ToolFailed as e:  # the disk's calibration
+        fail(str(e), 1)
     for dev in capacities:
         if not Path(f"/sys/dev/block/{dev}").exists():
             fail(f"disk {dev}: no such block device")

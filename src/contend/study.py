@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -26,6 +27,7 @@ from .planner import TrialPlan, plan, trial_seconds
 from .runner import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
 from .spec import Spec, SpecError, dump, size_bytes
 from .store import Store
+from .tools import ToolFailed
 
 Advance = Callable[[float, str], None]  # a running item's progress: share done (0-1), what it does now
 SETUP_S = 3.0  # containers up and down, probes attaching: a rough share of each trial for the ETA
@@ -75,6 +77,7 @@ class Study:
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "spec.yaml").write_text(dump(self.spec))
         self.failed, self.total, interrupted = 0, 0, False
+        stopped = ""  # why the study could not go on: a host tool failed outside any trial (calibration, say)
         store = Store(self.dir)
         try:
             checkpoint("start")
@@ -85,6 +88,8 @@ class Study:
             self.execute(store, host_facts)
         except KeyboardInterrupt:
             interrupted = True
+        except ToolFailed as e:
+            stopped = str(e)
         finally:
             try:
                 self.rows = finish(con, self.dir, store, f"{self.spec.name}: {self.title}")
@@ -92,6 +97,9 @@ class Study:
                 interrupted = True
                 con.print(f"[yellow]interrupted[/yellow] while writing the report (contend report {self.dir} "
                           "writes it)", highlight=False)
+        if stopped and not interrupted:
+            print(f"contend: {stopped}", file=sys.stderr)  # one line, the last one, whatever the terminal
+            return 1
         return outcome(con, self.dir, interrupted or INTERRUPTED.is_set(), self.failed, self.total, self.unit)
 
     def execute(self, store: Store, host_facts: dict) -> None:
@@ -211,10 +219,14 @@ def finish(con: Console, directory: Path, store: Store, title: str) -> list[dict
     """The end of every run, interrupted or not: the report from what the store holds, printed."""
     try:
         checkpoint("report")
-        written = rep.refresh(directory, store, title=title)
         trials = store.trials()
+        written = rep.refresh(directory, store, title=title) if trials else None
     finally:
         store.close()
+    if written is None:  # an empty table would look like a result
+        con.print(f"no trial finished: no table or report written ({directory} keeps the spec and host facts)",
+                  highlight=False)
+        return []
     con.print(written.table)
     for line in rep.fewer_repetitions(trials):
         con.print(f"[yellow]fewer repetitions[/yellow] {line}", highlight=False)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from ..paths import DATA, HOME
+from ..tools import ToolFailed, last_line, run_tool, workdir
 
 CAPACITY_FILE = HOME / "capacity.json"
 
@@ -33,13 +34,17 @@ def save_capacity(cap: dict) -> None:
 def agent_cpu_capacity(n: int, seconds: float = 2.0) -> dict:
     """The load agent's matrix products per second per CPU, every CPU busy (the isolation trials' guest
     unit of CPU), from its own reports after its first interval."""
-    from ..load.agent import Agent, agent_digest, build_agent
-    a = Agent.start([str(build_agent()), "-i", "100", "cpu", str(n)], subprocess.Popen)
+    from ..load.agent import Agent, AgentError, agent_digest, build_agent
     try:
-        a.set(n)
-        time.sleep(seconds)
-    finally:
-        a.stop()
+        a = Agent.start([str(build_agent()), "-i", "100", "cpu", str(n)],
+                        lambda *args, **kw: subprocess.Popen(*args, cwd=workdir(), **kw))
+        try:
+            a.set(n)
+            time.sleep(seconds)
+        finally:
+            a.stop()
+    except AgentError as e:
+        raise ToolFailed("CPU calibration", "the load agent", str(e)) from None
     steady = a.reports[2:]  # the first intervals hold the start
     took = steady[-1].t - a.reports[1].t if len(steady) > 1 else 0.0
     return {"cpu_agent_ops_s_per_cpu": sum(r.work for r in steady) / took / n if took > 0 else 0.0,
@@ -50,12 +55,16 @@ def cpu_capacity(seconds: float = 3.0) -> dict:
     """stress-ng matrixprod on every CPU at once: bogo ops/s per CPU (the parallel suite's and the guard's
     unit of CPU), and the load agent's matrix products per CPU (the isolation trials' guest unit)."""
     n = os.cpu_count() or 1
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory(dir=workdir()) as d:
         out = Path(d) / "cpu.yaml"
-        subprocess.run(["stress-ng", "--cpu", str(n), "--cpu-method", "matrixprod", "--timeout", f"{seconds:g}s",
-                        "--metrics-brief", "--yaml", str(out)], check=True, capture_output=True)
-        doc = yaml.safe_load(out.read_text())
-    total = next(float(m["bogo-ops-per-second-real-time"]) for m in doc["metrics"] if m["stressor"] == "cpu")
+        run_tool(["stress-ng", "--cpu", str(n), "--cpu-method", "matrixprod", "--timeout", f"{seconds:g}s",
+                  "--temp-path", d, "--metrics-brief", "--yaml", str(out)], "CPU calibration",
+                 timeout=seconds + 60)
+        try:
+            doc = yaml.safe_load(out.read_text())
+            total = next(float(m["bogo-ops-per-second-real-time"]) for m in doc["metrics"] if m["stressor"] == "cpu")
+        except (OSError, yaml.YAMLError, TypeError, KeyError, ValueError, StopIteration):
+            raise ToolFailed("CPU calibration", "stress-ng", f"wrote no cpu metrics to {out.name}") from None
     return {"cpus": n, "cpu_bogo_ops_s_per_cpu": total / n, **agent_cpu_capacity(n)}
 
 
@@ -70,8 +79,11 @@ def device_of(path: Path) -> str:
 
 
 def _fio(args: list[str]) -> dict:
-    p = subprocess.run(["fio", "--output-format=json", *args], check=True, capture_output=True, text=True)
-    return json.loads(p.stdout)["jobs"][0]
+    p = run_tool(["fio", "--output-format=json", *args], "disk calibration", timeout=600)
+    try:
+        return json.loads(p.stdout)["jobs"][0]
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+        raise ToolFailed("disk calibration", "fio", f"printed no job results: {last_line(p.stdout)}") from None
 
 
 def write_iops_key(block: str) -> str:

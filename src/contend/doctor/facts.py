@@ -69,7 +69,8 @@ def facts(try_runtimes: bool = True, try_probes: bool = True) -> dict:
         "ebpf": {"bpftrace": _version("bpftrace", ["--version"]),
                  "probe_types": ({k: {"attaches": ok, "reason": why} for k, (ok, why) in probe_types().items()}
                                  if try_probes else {}),
-                 "probes": [{"name": n, "attaches": ok, "reason": why} for n, ok, why in probe_catalogue()]},
+                 "probes": [{"name": n, "attaches": ok, "tracepoint": tp, "reason": why}
+                            for n, ok, tp, why in probe_catalogue()]},
         "load_generators": {b: _version(b, a) for b, a in LOAD_GENERATORS.items()},
         "disks": disks(),
         "capacity": load_capacity(),

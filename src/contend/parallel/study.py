@@ -7,7 +7,8 @@ from ..spec import ParallelStudy, size_bytes
 from ..store import Store
 from ..runner import TrialResult
 from ..study import Advance, Study, facts_of_trial, need_space, unavailable
-from .benchmarks import BenchmarkError, build_tools, last_level_cache_mib
+from ..tools import ToolFailed
+from .benchmarks import build_tools, last_level_cache_mib
 from .trial import Cell, cell_id, cell_record
 
 SETUP_S = 1.5  # a container up and down, per container, for the ETA
@@ -40,7 +41,7 @@ class ParallelSuite(Study):
         runnable = {r["name"]: r for r in host_facts["runtimes"]}
         try:
             tools, no_tools = build_tools(), ""
-        except BenchmarkError as e:
+        except ToolFailed as e:  # every trial fails with the reason; the study says so and goes on
             tools, no_tools = None, str(e)
         capacity = {"cpus": host_facts["host"]["cpus"], "llc_mib": last_level_cache_mib()}
         per_run = {b: self._guess_run_s(b) for b in spec.benchmarks}
@@ -52,8 +53,8 @@ class ParallelSuite(Study):
         def one(cell: tuple[str, str, int], advance: Advance) -> TrialResult:
             rt, b, n = cell
             rec = cell_record(spec, rt, b, n, capacity, facts_of_trial(host_facts, runnable.get(rt)))
-            if why_not(rt):
-                rec.status, rec.reason = "n/a", why_not(rt)
+            if why_not(rt):  # a runtime this host lacks is n/a; benchmarks that did not build, a failure
+                rec.status, rec.reason = "n/a" if unavailable(rt, runnable) else "failed", why_not(rt)
                 return TrialResult(rec)
             planned = n * spec.containers_per_process * spec.runs_per_container
             return Cell(spec, rt, b, n, tools, rec, host,

@@ -40,12 +40,21 @@ CATALOGUE = (
           "tracepoint:sched:sched_switch, profile:hz:100 { $n = nsecs;"
           " if (@last[cpu]) { @cpu_ns[cgroup] = sum($n - @last[cpu]); } @last[cpu] = $n; }"),
     # block I/O issued by the container's own tasks (writeback by kernel threads is not theirs): requests
-    # as they start, and the bytes of bios the block layer merged into a request already started
+    # as they start, and the bytes of bios the block layer merged into a request already started.
+    # block_io_start is Linux 6.5's (the accounting start, in the submitter's context)
     Probe("block", "block:block_io_start", {"blk_bytes": "blk_bytes_s", "blk_ios": "blk_ios_s"},
           {"blk_bytes": 1.0, "blk_ios": 1.0},
           "tracepoint:block:block_io_start { @blk_bytes[cgroup] = sum(args->bytes); @blk_ios[cgroup] = count(); }"
           " tracepoint:block:block_bio_backmerge, tracepoint:block:block_bio_frontmerge"
           " { @blk_bytes[cgroup] = sum(args->nr_sector * 512); }"),
+    # before 6.5 (Debian 12's 6.1, Ubuntu 22.04's 5.15): every bio as its task submits it; a bio merged into
+    # another's request is not a request of its own. (block_rq_issue is no substitute: a request is often
+    # issued from kblockd or another task's unplug, whose cgroup is not the submitter's.)
+    Probe("block", "block:block_bio_queue", {"blk_bytes": "blk_bytes_s", "blk_ios": "blk_ios_s"},
+          {"blk_bytes": 1.0, "blk_ios": 1.0},
+          "tracepoint:block:block_bio_queue { @blk_bytes[cgroup] = sum(args->nr_sector * 512);"
+          " @blk_ios[cgroup] = sum(1); }"
+          " tracepoint:block:block_bio_backmerge, tracepoint:block:block_bio_frontmerge { @blk_ios[cgroup] = sum(-1); }"),
     # resident anonymous and shmem memory per process of a tenant (not mapped files: those pages are the
     # host's page cache, charged to whoever read them first; not swap entries), as its own tasks change
     # it; the kernel's last updates at exit come from a context that is no longer the process's, so user
@@ -81,13 +90,26 @@ def tracepoint_exists(tp: str) -> bool:
     return (TRACEFS / "events" / cat / ev).is_dir()
 
 
-def probe_catalogue() -> list[tuple[str, bool, str]]:
-    """(probe, attachable, reason) for doctor."""
+def choose(catalogue: tuple[Probe, ...] = CATALOGUE) -> dict[str, Probe | None]:
+    """Each probe name's first variant whose tracepoint this kernel offers (None: no variant here)."""
+    out: dict[str, Probe | None] = {}
+    for p in catalogue:
+        if out.get(p.name) is None:
+            out[p.name] = p if tracepoint_exists(p.tracepoint) else None
+    return out
+
+
+def variants(name: str, catalogue: tuple[Probe, ...] = CATALOGUE) -> str:
+    return " or ".join(q.tracepoint for q in catalogue if q.name == name)
+
+
+def probe_catalogue() -> list[tuple[str, bool, str, str]]:
+    """(probe, attachable, tracepoint used, reason) for doctor."""
     why = bpftrace_unusable()
     out = []
-    for p in CATALOGUE:
-        reason = why or ("" if tracepoint_exists(p.tracepoint) else f"no tracepoint {p.tracepoint}")
-        out.append((p.name, not reason, reason))
+    for name, p in choose().items():
+        reason = why or ("" if p else f"no tracepoint {variants(name)} in this kernel")
+        out.append((name, not reason, p.tracepoint if p else "", reason))
     return out
 
 
@@ -116,6 +138,7 @@ class BpftraceProbes:
         self.samples: list[Sample] = []
         self.problems: list[str] = []  # what could not attach, and why
         self.attached: list[str] = []
+        self.tracepoints: dict[str, str] = {}  # probe -> the tracepoint its variant for this kernel uses
         self.wanted = wanted
         self.catalogue = catalogue
         self._proc: subprocess.Popen | None = None
@@ -141,7 +164,7 @@ class BpftraceProbes:
         if not ready.wait(timeout) or self._proc.poll() is not None:
             err = self._stop_proc()
             self.problems.append(f"bpftrace did not attach: {err or 'timed out'}")
-            self.attached = []
+            self.attached, self.tracepoints = [], {}
         return self
 
     def _attachable(self) -> list[Probe]:
@@ -150,13 +173,13 @@ class BpftraceProbes:
             self.problems.append(f"{why}: no eBPF probes")
             return []
         out = []
-        for p in self.catalogue:
-            if p.name not in self.wanted:
+        for name, p in choose(self.catalogue).items():
+            if name not in self.wanted:
                 continue
-            if tracepoint_exists(p.tracepoint):
+            if p is not None:
                 out.append(p)
             else:
-                self.problems.append(f"probe {p.name}: tracepoint {p.tracepoint} not in this kernel")
+                self.problems.append(f"probe {name}: tracepoint {variants(name, self.catalogue)} not in this kernel")
         return out
 
     def _read(self, probes: list[Probe], ready: threading.Event) -> None:
@@ -175,8 +198,13 @@ class BpftraceProbes:
             kind = msg.get("type")
             if kind == "attached_probes":
                 self.attached = [p.name for p in probes]
+                self.tracepoints = {p.name: p.tracepoint for p in probes}
                 ready.set()
             elif kind == "printf" and str(msg.get("data", "")).startswith("tick"):
+                if last_ns is not None:  # the bucket before is complete: bpftrace prints no empty map,
+                    for m in quantity.keys() - printed:  # so one it did not print was zero for every tenant
+                        ids = self._devs if of[m].key == "netdev" else self._ids
+                        self.samples += [Sample(stamp, t, self.source, quantity[m], 0.0) for t in ids.values()]
                 stamp, dt, last_ns = tick(str(msg["data"]), last_ns, self.period, self.clock0)
                 printed.clear()
             elif kind == "map":

@@ -29,6 +29,7 @@ from ..runtimes import ContainerSpec, RuntimeError_, signals_deferred
 from ..spec import Spec, size_bytes
 from ..faults import checkpoint
 from ..store import TrialRecord
+from ..tools import ToolFailed
 
 TENANTS = ("abiding", "disruptive")
 
@@ -147,6 +148,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
         for p in probes:
             result.events += [(0.0, "", "probe-missing", why) for why in p.problems]
         rec.facts["probes"] = {"attached": [a for p in probes for a in p.attached],
+                               "tracepoints": {k: v for p in probes for k, v in getattr(p, "tracepoints", {}).items()},
                                "missing": [why for p in probes for why in p.problems]}
         plan = plan_steps(sc.abiding_level, sc.disruptive_level, spec.trial.baseline_s, spec.trial.steps,
                           spec.trial.step_s)
@@ -163,7 +165,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
         result.events += oom_events(result.samples)
         check_failures(ramp)
         rec.status = "ok"
-    except RuntimeError_ as e:
+    except (RuntimeError_, ToolFailed) as e:
         rec.reason = str(e)
     except NetworkError as e:
         rec.reason = f"network: {e}"

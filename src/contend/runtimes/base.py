@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect
 from ..paths import STATE  # noqa: F401  (re-exported: runtimes keep their state below it)
+from ..tools import last_line  # noqa: F401  (re-exported: the runtimes and the load use it)
 from .security import DEFAULT_CAPS
 
 NAME_PREFIX = "contend-"
@@ -194,14 +195,6 @@ class Runtime(ABC):
         for cg in self.cgroups_for(name):
             if cg is not None:
                 cg.remove()
-
-
-def last_line(text: str | bytes | None) -> str:
-    """The last line a failing command wrote: usually its reason."""
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    lines = (text or "").strip().splitlines()
-    return lines[-1] if lines else ""
 
 
 def remember_netns(state: Path, netns: Path | None) -> None:

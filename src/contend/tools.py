@@ -1,0 +1,69 @@
+"""The host's own tools that contend starts outside any container (stress-ng and fio to calibrate, the C
+compiler for the load agent): each in a directory contend owns, never the caller's working directory (a
+read-only checkout made stress-ng exit 1), and a failure is one line naming the tool, its exit code and the
+last line it wrote (a ToolFailed; contend prints it and exits 1, never a traceback)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .paths import STATE
+
+
+class ToolFailed(subprocess.SubprocessError):
+    """An external tool did not do what contend needed; str() is the one line to show."""
+
+    def __init__(self, doing: str, tool: str, why: str):
+        super().__init__(f"{doing}: {tool} {why}")
+        self.tool = tool
+
+
+def last_line(text: str | bytes | None) -> str:
+    """The last line a failing command wrote: usually its reason."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    lines = (text or "").strip().splitlines()
+    return lines[-1].strip() if lines else ""
+
+
+def workdir() -> Path:
+    """The working directory of the tools contend starts: its own, private (the system's temporary
+    directory when contend's state directory cannot be made, e.g. without root)."""
+    d = STATE / "tmp"
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return d
+    except OSError:
+        return Path(tempfile.gettempdir())
+
+
+def exit_reason(code: int) -> str:
+    """'exited 3' or 'was killed by SIGKILL' (subprocess's negative codes are signals)."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited {code}"
+
+
+def run_tool(argv: list[str], doing: str, timeout: float | None = None,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """argv run to its end in contend's working directory, its output captured as text; a tool that is
+    missing, cannot start, times out or exits non-zero raises ToolFailed saying `doing`: what it was for."""
+    tool = os.path.basename(argv[0])
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=workdir(), env=env)
+    except FileNotFoundError:
+        raise ToolFailed(doing, tool, "is not installed (make setup installs it)") from None
+    except subprocess.TimeoutExpired:
+        raise ToolFailed(doing, tool, f"did not finish within {timeout:g} s") from None
+    except OSError as e:
+        raise ToolFailed(doing, tool, f"could not start: {e.strerror or e}") from None
+    if p.returncode != 0:
+        said = last_line(p.stderr) or last_line(p.stdout)
+        raise ToolFailed(doing, tool, exit_reason(p.returncode) + (f": {said}" if said else ""))
+    return p

@@ -1,0 +1,129 @@
+"""The host tools contend starts (stress-ng, fio, the C compiler, bpftrace): never in the caller's working
+directory, and a failure is one line naming the tool, its exit code and its last line, never a traceback,
+with no empty table written. Each tool is made to fail by a stand-in of the same name put first on PATH
+(an injected fault: the stand-in prints a line to stderr and exits 3); the read-only working directory is
+a real read-only mount."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contend.tools import ToolFailed, run_tool, workdir
+
+from .conftest import contend, needs_root, require, tiny_spec
+
+PRESETS = Path(__file__).resolve().parents[1] / "presets"
+
+
+def failing(tmp_path: Path, *tools: str) -> dict[str, str]:
+    """An environment whose PATH starts with stand-ins for `tools` that fail (exit 3, one line on stderr)."""
+    shims = tmp_path / "failing-tools"
+    shims.mkdir(exist_ok=True)
+    for t in tools:
+        f = shims / t
+        f.write_text(f"#!/bin/sh\necho '{t}: injected failure' >&2\nexit 3\n")
+        f.chmod(0o755)
+    return {"PATH": f"{shims}:{os.environ['PATH']}"}
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A directory on a read-only file system (root is not stopped by a directory's mode bits)."""
+    d = tmp_path / "ro"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "contend-test-ro", str(d)], check=True)
+    yield d
+    subprocess.run(["umount", str(d)], check=True)
+
+
+def test_a_failing_tool_is_one_line_with_its_exit_code_and_last_line():
+    with pytest.raises(ToolFailed) as e:
+        run_tool(["sh", "-c", "echo starting; echo 'first' >&2; echo 'disk full' >&2; exit 3"], "calibrating X")
+    assert str(e.value) == "calibrating X: sh exited 3: disk full"
+    with pytest.raises(ToolFailed, match=r"^doing Y: no-such-tool-here is not installed"):
+        run_tool(["no-such-tool-here"], "doing Y")
+    with pytest.raises(ToolFailed, match=r"^Z: sh was killed by SIGKILL$"):
+        run_tool(["sh", "-c", "kill -9 $$"], "Z")
+    with pytest.raises(ToolFailed, match=r"^W: sleep did not finish within 0.2 s$"):
+        run_tool(["sleep", "5"], "W", timeout=0.2)
+
+
+def test_tools_run_in_contends_own_directory_not_the_callers():
+    assert run_tool(["pwd"], "where").stdout.strip() == str(workdir())
+
+
+@needs_root
+def test_cpu_calibration_from_a_read_only_working_directory(read_only_dir):
+    """stress-ng writes temporary files to its cwd unless told: from a read-only checkout it exited 1 and a
+    CalledProcessError escaped (issue 25). Now it runs in contend's own directory."""
+    require("stress-ng")
+    code = "from contend.doctor.calibrate import cpu_capacity; c = cpu_capacity(1.0); print(c['cpu_bogo_ops_s_per_cpu'])"
+    p = subprocess.run([sys.executable, "-c", code], cwd=read_only_dir, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert float(p.stdout.split()[-1]) > 0
+
+
+@needs_root
+@pytest.mark.parametrize("tool, doing", [("stress-ng", "CPU calibration"), ("cc", "building the load agent"),
+                                         ("fio", "disk calibration")])
+def test_doctor_calibrate_with_a_failing_tool_is_one_line(tmp_path, tool, doing):
+    require("stress-ng")
+    require("fio")
+    env = {**failing(tmp_path, tool), "CONTEND_HOME": str(tmp_path / "home")}  # nothing calibrated or built yet
+    p = contend("doctor", "--calibrate", "--disk-dir", str(tmp_path / "disk"), env=env, timeout=300)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert p.stderr.strip() == f"contend: {doing}: {tool} exited 3: {tool}: injected failure"
+    assert not (tmp_path / "home" / "capacity.json").exists()
+
+
+@needs_root
+def test_a_study_whose_calibration_fails_says_so_in_one_line_and_writes_no_tables(tmp_path, read_only_dir):
+    """The first run on a host calibrates the CPU: with stress-ng failing, exit 1, the reason as the last line,
+    no traceback and no empty table4-*.md or report; started from a read-only working directory."""
+    require("stress-ng")
+    spec = tiny_spec(tmp_path / "tiny.yaml")
+    out = tmp_path / "out"
+    env = {**failing(tmp_path, "stress-ng"), "CONTEND_HOME": str(tmp_path / "home")}
+    p = contend("run", str(spec), "--out", str(out), env=env, cwd=read_only_dir, timeout=300)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "Traceback" not in p.stderr + p.stdout
+    assert p.stderr.strip().splitlines()[-1] == "contend: CPU calibration: stress-ng exited 3: stress-ng: injected failure"
+    assert "no trial finished" in p.stdout
+    assert (out / "spec.yaml").exists() and (out / "host.json").exists()
+    assert not list(out.glob("table4-*")) and not (out / "report.html").exists() and not (out / "metrics.csv").exists()
+    p = contend("report", str(out))
+    assert p.returncode == 1 and p.stderr.strip() == f"contend: {out}: no trial finished in this study: nothing to report"
+
+
+@needs_root
+def test_the_default_results_directory_under_a_read_only_cwd_is_a_clear_error(read_only_dir):
+    p = contend("run", str(PRESETS / "quick.yaml"), cwd=read_only_dir, timeout=120)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "cannot make the results directory" in p.stderr and "--out" in p.stderr
+
+
+@needs_root
+def test_a_failing_bpftrace_is_a_probe_problem_with_its_last_line(tmp_path, monkeypatch):
+    """bpftrace exiting at start: the trial runs on with the cgroup view, the reason recorded."""
+    from contend.probes import BpftraceProbes, Target
+    monkeypatch.setenv("PATH", failing(tmp_path, "bpftrace")["PATH"])
+    probes = BpftraceProbes([Target("t", None, None)], wanted=("cpu",)).start(timeout=10)
+    probes.stop()
+    assert probes.attached == []
+    assert "bpftrace did not attach: bpftrace: injected failure" in probes.problems, probes.problems
+
+
+@needs_root
+def test_a_parallel_study_whose_benchmarks_cannot_be_built_fails_its_trials_with_the_reason(tmp_path):
+    spec = tmp_path / "p.yaml"
+    spec.write_text("kind: parallel\nname: p\nruntimes: [runc]\nbenchmarks: [noploop]\ncounts: [1]\n"
+                    "runs_per_container: 1\nlimits: {cpus: 1, memory: 96M}\n")
+    env = {**failing(tmp_path, "cc"), "CONTEND_HOME": str(tmp_path / "home")}  # nothing built yet
+    p = contend("run", str(spec), "--out", str(tmp_path / "out"), env=env)
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "cc exited 3: cc: injected failure" in p.stdout
