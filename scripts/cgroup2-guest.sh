@@ -23,12 +23,14 @@ GUEST_TIMEOUT=${GUEST_TIMEOUT:-600}
 KPKG=${KPKG:-}
 MODULES=(virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk netfs fscache
          crc16 mbcache jbd2 crc32c_generic ext4
-         9pnet 9pnet_virtio 9p)
+         9pnet 9pnet_virtio 9p
+         llc stp bridge veth sch_tbf)  # network trials: a bridge, veth pairs, a tbf bottleneck
+BUILD=2  # bump when the initramfs or the disk changes: cached guests are rebuilt
 
 die() { echo "cgroup2-guest: $*" >&2; exit 2; }
 
 build() {
-  [ -f "$GUEST_DIR/ready" ] && return 0
+  [ "$(cat "$GUEST_DIR/ready" 2>/dev/null)" = "$BUILD" ] && return 0
   command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
   [ -x /bin/busybox ] || die "busybox-static missing (apt-get install busybox-static)"
   # (the guest also runs the host's /bin/busybox after switch_root, for poweroff)
@@ -78,9 +80,9 @@ exec switch_root /root /bin/busybox sh -c '/bin/sh "$0"; echo "guest: exit=$?"; 
 INIT
   chmod +x initrd/init
   (cd initrd && find . | cpio -o -H newc 2>/dev/null | gzip -1) > initrd.gz
-  truncate -s 1G disk.img
+  rm -f disk.img && truncate -s 8G disk.img  # sparse: the guard's and the disk studies' files fit
   rm -rf pkg x initrd
-  touch ready
+  echo "$BUILD" > ready
 }
 
 run() {
