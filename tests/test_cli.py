@@ -170,7 +170,8 @@ def test_interrupt_mid_trial_leaves_nothing_behind(tmp_path, sig, runtime):
     assert proc.returncode == 130, stdout[-1500:] + stderr[-1500:]
     assert "interrupted" in stdout
     assert find() == [], "contend clean --dry-run would find leftovers"
-    assert (out / "contend.duckdb").exists() and (out / "report.html").exists()
+    assert (out / "contend.duckdb").exists()  # no trial finished: no empty table or report
+    assert not (out / "report.html").exists() and "no trial finished" in stdout
 
 
 def test_clean_finds_and_removes_what_a_killed_run_left(tmp_path):

@@ -267,10 +267,11 @@ def _study(spec, directory: Path, resuming: bool = False):
     from .study import study_for
     if not resuming and directory.exists() and any(directory.iterdir()):
         fail(f"{directory}: results directory exists and is not empty (choose another --out)")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as e:  # a read-only checkout as the working directory, say
-        fail(f"{directory}: cannot make the results directory: {e.strerror or e} (choose another --out)")
+    made = directory.absolute()  # checked, not made: nothing is written before the host lock is held
+    while not made.exists():
+        made = made.parent
+    if not os.access(made, os.W_OK):  # a read-only checkout as the working directory, say (EROFS binds root too)
+        fail(f"{directory}: cannot make the results directory: {made} is not writable (choose another --out)")
     study = study_for(spec, directory, console)
     try:
         study.preflight()  # checks that need the host (e.g. free disk space): before anything is started
