@@ -8,7 +8,7 @@ Runs `presets/quick.yaml` (or `--spec`) K times, each into its own results direc
 - the issue's targets: runc/crun CPU harmony in [0.95, 1.03] in every view and run, |ΔI_intFree| ≤ 0.03 and
   |ΔI_plr| ≤ 0.02 host vs eBPF in every trial, SD of I_intFree ≤ 0.03 for every CPU cell.
 
-    sudo .venv/bin/python bench/stability.py [--runs 5] [--spec presets/quick.yaml]
+    sudo .venv/bin/python bench/stability.py [--runs 5] [--spec presets/quick.yaml] [--runtimes crun]
     .venv/bin/python bench/stability.py --from /tmp/stab/run-1 /tmp/stab/run-2 … [--reanalyze]
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def read_run(directory: Path, reanalyze: bool = False) -> tuple[dict, dict]:
                  for r in store.metrics() if r["metric"] in METRICS}
         trials: dict[str, dict] = {}
         for r in store.trial_metric_rows():
-            if r["metric"] in METRICS:
+            if r["metric"] in (*METRICS, "host_speedup"):
                 trials.setdefault(r["trial_id"], {"cell": (r["runtime"], r["scenario"], r["resource"])})[
                     (r["view"], r["metric"])] = r["value"]
     return cells, trials
@@ -87,10 +87,30 @@ def report(dirs: list[Path], reanalyze: bool = False) -> int:
                 if abs(d) > MAX_DELTA[m]:
                     misses.append(f"run {i} trial {tid}: |Δ{m}| {abs(d):.3f} > {MAX_DELTA[m]}")
     print("largest |Δ| host − eBPF: " + ", ".join(f"{m} {x:.3f}" for m, x in worst.items()))
+    speed_report(runs)
     print(f"\ntargets: {'all met' if not misses else f'{len(misses)} missed'}")
     for m in misses:
         print(f"  MISSED {m}")
     return 0
+
+
+def speed_report(runs: list[tuple[dict, dict]]) -> None:
+    """The guest view of CPU against the host's own speed: per cell, its trials' guest I_plr where the host
+    kept its baseline's speed (host_speedup ≤ 1.05) and where it ran faster in some step (flagged in the table)."""
+    from contend.report.table import SPEEDUP
+    cells: dict[tuple, dict[str, list[float]]] = {}
+    for _, trials in runs:
+        for t in trials.values():
+            sp, plr = t.get(("guest", "host_speedup")), t.get(("guest", "I_plr"))
+            if finite(sp) and finite(plr):
+                kind = "steady" if sp <= SPEEDUP else "faster"
+                cells.setdefault(t["cell"], {"steady": [], "faster": []})[kind].append(plr)
+    if not cells:
+        return
+    print(f"\nguest view of CPU, trial I_plr by the host's own speed (host_speedup ≤ {SPEEDUP} steady, above: faster):")
+    for cell, kinds in sorted(cells.items()):
+        print(f"  {' '.join(cell)}: " + "; ".join(
+            f"{k} {len(v)} trials" + (f" {min(v):.2f}–{max(v):.2f}" if v else "") for k, v in kinds.items()))
 
 
 def main() -> None:
@@ -98,6 +118,7 @@ def main() -> None:
     ap.add_argument("--from", dest="src", type=Path, nargs="+", help="existing results directories")
     ap.add_argument("--runs", type=int, default=5, help="K: how many times to run the study (default 5)")
     ap.add_argument("--spec", type=Path, default=Path(__file__).parent.parent / "presets" / "quick.yaml")
+    ap.add_argument("--runtimes", help="comma-separated: run these runtimes instead of the spec's (e.g. crun)")
     ap.add_argument("--out", type=Path, help="where the runs' results directories go (default: a new temp dir)")
     ap.add_argument("--reanalyze", action="store_true",
                     help="with --from: compute the metrics of the recorded samples again with this version")
@@ -107,6 +128,8 @@ def main() -> None:
     from contend.interrupts import INTERRUPTED
     from contend.study import Study
     spec = load(args.spec)
+    if args.runtimes:  # validated again, as a spec file naming them would be
+        spec = type(spec).model_validate({**spec.model_dump(), "runtimes": args.runtimes.split(",")})
     out = args.out or Path(tempfile.mkdtemp(prefix="contend-stability-"))
     dirs = []
     for k in range(1, args.runs + 1):

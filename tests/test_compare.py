@@ -131,7 +131,7 @@ def metric_names_of_every_kind() -> set[str]:
     """What each kind's own pure producers write into metrics.csv, from synthetic inputs."""
     import numpy as np
 
-    from contend.metrics import Curve, trial_metrics
+    from contend.metrics import Curve, trial_rows
     from contend.metrics.degradation import DISKFILL_RULES, OLTP_RULES, Window, paired
     from contend.metrics.protection import guest_metrics, protection_metrics
     from contend.metrics.scaling import Run, scaling_metrics
@@ -139,7 +139,8 @@ def metric_names_of_every_kind() -> set[str]:
     from contend.load.fio import victim_figures
 
     x = np.linspace(0, 1, 5)
-    names = set(trial_metrics(Curve("host", x, x, 0.5 - 0.2 * x, np.arange(10.0), np.full(10, 0.4)), 0.5))
+    views = [Curve(v, x, x, 0.5 - 0.2 * x, np.arange(10.0), np.full(10, 0.4)) for v in ("host", "ebpf", "guest")]
+    names = {m for _, m, _ in trial_rows("cpu", views, 0.5)}
     t = np.arange(0, 10, 0.1)
     names |= set(protection_metrics(t, np.ones_like(t), np.ones_like(t), 3, 6, 1.0, t, np.ones_like(t)))
     names |= set(guest_metrics(t, np.ones_like(t), t, np.ones_like(t), 3, 6))

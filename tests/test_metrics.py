@@ -278,3 +278,20 @@ def test_the_host_and_ebpf_views_share_the_hosts_change_point():
     shared = trial_metrics(curves_[1], 0.5, decided=refs["ebpf"])
     assert shared["W_d_ref"] == 0.0 and shared["W_a_ref"] == pytest.approx(curves_[1].w_a[0])
     assert abs(shared["I_intFree"] - trial_metrics(curves_[0], 0.5, decided=refs["host"])["I_intFree"]) < 0.03
+
+
+def test_the_hosts_own_speed_is_read_from_work_per_cpu_second():
+    """The guest view counts work, the host view CPU time. With the CPU time constant (1.00 of its share in
+    every step, as a harmony trial's host view reads) and the work doubling after the baseline, the host did
+    twice the work per CPU-second: no neighbour can do that, the baseline ran on a slow host (a real crun
+    harmony trial: 95-111k matrix products/s for 4 s, then 219k, guest I_plr 2.02)."""
+    from contend.metrics import Curve, host_speedup
+    xs = np.linspace(0, 1, 5)
+    host = Curve("host", xs, xs, np.full(5, 0.5), np.arange(5.0), np.full(5, 0.5))
+    slow_start = Curve("guest", xs, xs, np.array([0.25, 0.26, 0.5, 0.5, 0.49]), np.arange(5.0), np.full(5, 0.5))
+    assert host_speedup([host, slow_start]) == pytest.approx(2.0)
+    hurt = Curve("guest", xs, xs, np.array([0.5, 0.5, 0.4, 0.3, 0.3]), np.arange(5.0), np.full(5, 0.5))
+    assert host_speedup([host, hurt]) == pytest.approx(1.0)  # less work per CPU-second: a neighbour can do that
+    assert math.isnan(host_speedup([host]))  # no guest view
+    starved = Curve("host", xs, xs, np.array([0.5, 0.5, 0.0, 0.5, 0.5]), np.arange(5.0), np.full(5, 0.5))
+    assert host_speedup([starved, hurt]) == pytest.approx(1.0)  # a step without CPU time says nothing

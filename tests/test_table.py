@@ -73,3 +73,28 @@ def test_the_terminal_table_shows_every_view_side_by_side_and_fits_80_columns_an
     assert "memory overcommit is not run" in out and "escape: the disruptive tenant reached 3.20×" in out
 
 
+
+
+def test_a_guest_cpu_view_whose_host_changed_speed_says_so():
+    """A CPU cell whose abiding tenant did more work per CPU-second in some step than in its baseline
+    (host_speedup > 1.05) has its guest cells flagged with the reason; other views and cells are not."""
+    import io
+    rows = ROWS + [row("runc", "harmony", "cpu", v, m, x, x - 0.2, x + 0.2, 3) for v in ("host", "guest")
+                   for m, x in (("I_intFree", 1.05), ("I_plr", 1.34), ("S_I", 0.95))]
+    rows += [row("runc", "harmony", "cpu", "guest", "host_speedup", 1.62, 1.0, 2.2, 3),
+             row("runsc", "harmony", "cpu", "guest", "I_plr", 1.0),
+             row("runsc", "harmony", "cpu", "guest", "I_intFree", 1.0),
+             row("runsc", "harmony", "cpu", "guest", "host_speedup", 1.01)]
+    pipe = io.StringIO()
+    Console(file=pipe, width=80).print(rich_views(rows, NOTES, "a study"))
+    out = pipe.getvalue()
+    assert max(len(line) for line in out.splitlines()) <= 80
+    plr = next(line for line in out.splitlines() if line.lstrip().startswith("runc") and "I_intFree" in line)
+    assert plr.count("~(") == 1 and plr.split()[-2].startswith("~(")  # the guest cell (the last view) only
+    assert "1.62× its baseline's work per CPU-second" in " ".join(out.split())
+    assert "runsc harmony cpu the abiding" not in " ".join(out.split())  # 1.01: within the band
+    t = table4(rows, NOTES, "guest")
+    cells = {(r["runtime"], r["scenario"]): r["cells"] for r in t["rows"]}
+    assert "~" in cells[("runc", "harmony")][("cpu", "I_plr")] and "~" not in cells[("runsc", "harmony")][("cpu", "I_plr")]
+    assert "~" not in {(r["runtime"], r["scenario"]): r["cells"] for r in table4(rows, NOTES, "host")["rows"]}[
+        ("runc", "harmony")][("cpu", "I_plr")]

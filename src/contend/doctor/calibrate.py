@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from ..paths import DATA, HOME
+from ..load.fio import layout
 from ..tools import ToolFailed, last_line, run_tool, workdir
 
 CAPACITY_FILE = HOME / "capacity.json"
@@ -100,6 +101,7 @@ def disk_capacity(directory: Path, seconds: int = 5, size: str = "512M", blocks:
     common = [f"--filename={f}", f"--size={size}", "--direct=1", "--ioengine=libaio", "--time_based",
               f"--runtime={seconds}", "--group_reporting"]
     try:
+        run_tool(layout(str(f), size), "disk calibration", timeout=600)  # written once: no unwritten extents
         w = _fio(["--name=seqwrite", "--rw=write", "--bs=1M", "--iodepth=16", *common])
         r = _fio(["--name=randread", "--rw=randread", "--bs=4k", "--iodepth=32", *common])
         # as many writers as a trial has tenants: one job at depth 32 leaves this virtio disk a third idle

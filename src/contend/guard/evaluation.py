@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import runtimes
 from ..cgroups import CgroupHost, detect
+from ..load.fio import layout
 from ..metrics import StepWindow
 from ..paths import DATA
 from ..probes import CgroupSampler, Sample, Target
@@ -143,8 +144,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
             data[t].mkdir(parents=True, exist_ok=True)
             containers[t] = rt.create(ContainerSpec(f"{uid}-{t}", data_dir=data[t]))
         for t in TENANTS:  # lay the files out before the clock starts
-            p = rt.run(containers[t], ["fio", *fio_common(t, "1M", 8), f"--name={t}", "--create_only=1"],
-                       timeout=300)
+            p = rt.run(containers[t], layout(f"/data/{t}.dat", SIZE), timeout=300)
             if p.returncode != 0:
                 raise RuntimeError_(f"{t}: fio layout exited {p.returncode} {last_line(p.stderr)}")
         clock0 = time.monotonic()

@@ -64,7 +64,10 @@ class RampController:
         self.events: list[tuple[float, str, str, str]] = []
 
     def prepare(self, timeout: float = 300) -> None:
-        """The generator's setup in every tenant (before the clock's baseline starts)."""
+        """The generator's setup in every tenant (before the clock's baseline starts), and what each tenant's
+        cgroup holds before any load (settle)."""
+        for tenant, c in self.containers.items():
+            self.generator.settle(tenant, c.cgroup.stats().memory_current)
         argv = self.generator.prepare()
         if argv is None:
             return

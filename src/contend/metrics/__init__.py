@@ -1,15 +1,22 @@
 """metrics: pure functions over sample arrays (DESIGN §3). Never starts a process."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .curves import SAME_QUANTITY_AS_HOST, Curve, Samples, StepWindow, capacity_of, curves
 from .isolation import (RefPoint, curve_metrics, degradation, escape_ratio, i_plr, isolation_percentiles, per_second,
                         reference_point, similarity)
 from .stats import mean_ci, similarity_ci
 
+NAN = float("nan")
+
 __all__ = ["Curve", "Samples", "StepWindow", "capacity_of", "curves", "curve_metrics", "degradation",
            "escape_ratio", "i_plr", "isolation_percentiles", "reference_point", "similarity", "mean_ci",
            "per_second", "similarity_ci", "trial_refs", "RefPoint",
-           "trial_metrics", "aggregate"]
+           "trial_metrics", "trial_rows", "aggregate", "host_speedup"]
+
 
 def trial_metrics(curve: Curve, l_d: float, threshold: float = 0.05, alpha: float = 0.01,
                   decided: RefPoint | None = None) -> dict[str, float]:
@@ -30,6 +37,33 @@ def trial_refs(curves_: list[Curve], threshold: float = 0.05, alpha: float = 0.0
     host = next((c for c in curves_ if c.view == "host"), None)
     shared = reference_point(host.w_d_ideal, host.w_a, host.groups, threshold, alpha) if host else None
     return {c.view: shared if c.view in ("host", *SAME_QUANTITY_AS_HOST) else None for c in curves_}
+
+
+def host_speedup(curves_: list[Curve]) -> float:
+    """CPU trials: the most work per CPU-second the abiding tenant did in any step, over the baseline's (the
+    guest view's work over the host view's CPU time, 1 = the same speed throughout). A neighbour can slow a
+    tenant's work per CPU-second (caches, memory bandwidth) but never speed it up, so a value above 1 is the
+    host itself running faster than during the baseline (a VM's hypervisor sharing its cores): the guest
+    view's figures then measure the host as much as the isolation. nan without both views."""
+    by = {c.view: c for c in curves_}
+    if "guest" not in by or "host" not in by:
+        return NAN
+    guest, host = by["guest"].w_a, by["host"].w_a
+    if not host[0] > 0 or not guest[0] > 0:
+        return NAN
+    busy = host > 0.1 * host[0]  # a step with (almost) no CPU time has no speed to read
+    return float(np.max((guest[busy] / host[busy]) / (guest[0] / host[0])))
+
+
+def trial_rows(resource: str, curves_: list[Curve], l_d: float, threshold: float = 0.05,
+               alpha: float = 0.01) -> list[tuple[str, str, float]]:
+    """Every (view, metric, value) of one trial: each view's metrics, the change point shared where two views
+    count the same quantity, and for CPU the guest view's caveat (host_speedup, flagged by the table)."""
+    refs = trial_refs(curves_, threshold, alpha)
+    rows = [(c.view, k, v) for c in curves_ for k, v in trial_metrics(c, l_d, threshold, alpha, refs[c.view]).items()]
+    if resource == "cpu" and math.isfinite(speed := host_speedup(curves_)):
+        rows.append(("guest", "host_speedup", speed))
+    return rows
 
 
 def aggregate(rows: list[dict]) -> list[dict]:

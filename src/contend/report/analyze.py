@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..metrics import aggregate, curves, trial_metrics, trial_refs
+from ..metrics import aggregate, curves, trial_rows
 from ..spec import Metrics
 from ..store import METRICS_CSV, Store, write_metrics_csv
 from .page import read_yaml
@@ -23,13 +23,9 @@ def trial_curves(store: Store, trial: dict, cfg: Metrics):
 
 
 def analyze_trial(store: Store, trial: dict, cfg: Metrics) -> None:
-    rows = []
     found = trial_curves(store, trial, cfg)
-    refs = trial_refs(found, cfg.threshold, cfg.alpha)
-    for c in found:
-        m = trial_metrics(c, trial["scenario_params"]["l_d"], cfg.threshold, cfg.alpha, refs[c.view])
-        rows += [(c.view, k, v) for k, v in m.items()]
-    store.set_trial_metrics(trial["trial_id"], rows)
+    store.set_trial_metrics(trial["trial_id"], trial_rows(trial["resource"], found, trial["scenario_params"]["l_d"],
+                                                          cfg.threshold, cfg.alpha))
 
 
 def analyze(directory: Path, store: Store) -> list[dict]:

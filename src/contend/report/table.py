@@ -51,6 +51,17 @@ def pivot(rows: list[dict], failures: dict[tuple, str] | None = None) -> list[di
 TABLE4 = ("I_intFree", "I_plr", "S_I")
 ESCAPED = 1.05  # escape ratio above which a cell is flagged: the disruptive tenant got more than its limit
 VIEW_ORDER = ("ebpf", "host", "guest")
+SPEEDUP = 1.05  # host_speedup above which a CPU cell's guest view is flagged: the host, not a neighbour, changed
+
+
+def speed_note(measured: dict, rt: str, sc: str, res: str) -> str | None:
+    """The guest view's caveat of a CPU cell whose host ran faster in some step than in its baseline."""
+    sp = measured.get("host_speedup")
+    if sp is None or not sp["value"] > SPEEDUP:
+        return None
+    return (f"host speed: in {rt} {sc} {res} the abiding tenant did {sp['value']:.2f}× its baseline's work per "
+            "CPU-second in some step (mean over its trials); no neighbour speeds work up, so the host itself "
+            "changed speed and the guest view measures that too (metrics.csv: host_speedup)")
 
 
 def by_cell(rows: list[dict]) -> tuple[dict[tuple, dict], list[str]]:
@@ -98,6 +109,9 @@ def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool 
             if esc is not None and esc["value"] > ESCAPED:
                 flag = "! " + mark(f"escape: the disruptive tenant reached {esc['value']:.2f}× its limit "
                                    f"({rt} {sc} {res})")
+            speed = speed_note(measured, rt, sc, res) if view == "guest" else None
+            if speed:
+                flag = (flag + " " if flag else "") + "~ " + mark(speed)
             unseen = mark(f"the abiding tenant's use was not seen in the {view} view ({rt} {res}): "
                           "its work is done outside its cgroup, or not counted there") \
                 if any(m not in measured for m in TABLE4) else ""
@@ -145,11 +159,13 @@ def rich_views(rows: list[dict], notes: dict[tuple, str], title: str) -> Group:
             flag = f" !{mark(f'escape: the disruptive tenant reached {esc:.2f}× its limit ({rt} {sc} {res})')}" \
                 if esc > ESCAPED else ""
             n = max((r["n"] for ms in measured.values() for r in ms.values()), default=0)
+            speed = speed_note(measured.get("guest", {}), rt, sc, res)
+            slow = f" ~{mark(speed)}" if speed else ""
             for j, m in enumerate(TABLE4):
                 cells = []
                 for v in views:
                     r = measured.get(v, {}).get(m)
-                    cells.append(ci_text(r, brackets=False) if r else "n/a")
+                    cells.append((ci_text(r, brackets=False) if r else "n/a") + (slow if v == "guest" else ""))
                 t.add_row(rt if j == 0 else "", sc if j == 0 else "", m + (flag if m == "I_plr" else ""), *cells,
                           str(n) if j == 0 else "")
             t.add_section()
