@@ -7,7 +7,7 @@ export UV_LINK_MODE := copy
 VENV := .venv
 UV := $(VENV)-uv/bin/uv
 
-.PHONY: demo test test-faults test-cgroup2 check-image setup system venv clean-host
+.PHONY: demo test test-faults test-cgroup2 check-image setup system venv runtimes clean-host
 
 demo: setup
 	$(VENV)/bin/contend run presets/quick.yaml
@@ -28,7 +28,12 @@ test-cgroup2: setup
 check-image: setup
 	$(VENV)/bin/python deploy/check_image.py
 
-setup: system venv
+setup: system venv runtimes
+
+# runtimes built from their releases next to the distribution's (runc@1.5.2), cached; one that cannot be
+# built here is said and skipped
+runtimes: venv
+	@$(VENV)/bin/python -m contend.runtimes
 
 system:
 	@scripts/install-system.sh

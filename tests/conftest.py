@@ -16,13 +16,15 @@ from contend.runtimes.engine import docker_session
 CONTEND = [sys.executable, "-m", "contend.cli"]
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (real containers, cgroups, eBPF)")
-ALL_RUNTIMES = ("runc", "crun", "runsc", "lxc", "docker")
+ALL_RUNTIMES = ("runc", "crun", "runsc", "lxc", "docker", "runc@1.5.2")
 
 
 def runtime_or_skip(name: str) -> runtimes.Runtime:
     if not IS_ROOT:
         pytest.skip("needs root")
     rt = runtimes.get(name)
+    if name in runtimes.BUILDS and not runtimes.built(runtimes.BUILDS[name]):
+        pytest.skip(f"{name}: {runtimes.why_not_built(runtimes.BUILDS[name])}")  # make setup builds it
     if not rt.found():
         pytest.skip(f"{name} not installed on this host")
     if isinstance(rt, runtimes.Engine):

@@ -121,6 +121,24 @@ def test_every_resource_end_to_end_with_table_4(tmp_path):
     assert find() == []
 
 
+def test_start_engines_runs_a_docker_study_and_stops_the_engine_after(tmp_path):
+    """Without an engine, docker's cells say how to start one; `--start-engines` starts dockerd for the study
+    and stops it when the study ends. (Before the session's docker_engine fixture starts one.)"""
+    require("stress-ng"), require("dockerd"), require("docker")
+    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        pytest.skip("a docker engine already runs here: --start-engines has nothing to start")
+    spec = tiny_spec(tmp_path / "s.yaml", runtimes=("docker",))
+    p = contend("run", str(spec), "--out", str(tmp_path / "without"))
+    assert p.returncode == 0 and "contend run --start-engines" in " ".join(p.stdout.split())  # n/a, saying how
+    p = contend("run", str(spec), "--out", str(tmp_path / "with"), "--start-engines")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "started dockerd for this study" in p.stdout
+    with open(tmp_path / "with" / "metrics.csv") as f:
+        assert any(r["runtime"] == "docker" and r["metric"] == "I_plr" and r["value"] for r in csv.DictReader(f))
+    assert subprocess.run(["docker", "info"], capture_output=True).returncode != 0  # stopped again
+    assert find() == []
+
+
 def test_run_on_a_docker_engine(tmp_path, docker_engine):
     require("stress-ng")
     runtime_or_skip("docker")
@@ -195,7 +213,8 @@ def test_doctor_json_reports_this_host():
     assert p.returncode == 0, p.stderr
     f = json.loads(p.stdout)
     names = {r["name"]: r for r in f["runtimes"]}
-    assert set(names) == {"runc", "crun", "runsc", "lxc", "kata", "docker", "podman"}
+    assert set(names) == {"runc", "crun", "runsc", "lxc", "kata", "docker", "podman", "runc@1.5.2"}
+    assert not names["kata"]["runs"] and names["kata"]["reason"].startswith("detected only")  # never run
     for r in names.values():
         assert r["runs"] or r["reason"], f"{r['name']}: a runtime that does not run says why"
     assert f["cgroups"]["mode"] in ("v1", "hybrid", "v2")

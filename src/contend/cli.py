@@ -5,6 +5,7 @@ import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -143,7 +144,11 @@ def run(spec_path: Optional[Path] = typer.Argument(None, metavar="SPEC", show_de
                                                    "kept, the rest run. SPEC may be left out (DIR's spec.yaml); "
                                                    "given, it must be the same study."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Check SPEC and say what would run; run nothing."),
-        as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON at the end.")):
+        as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON at the end."),
+        start_engines: bool = typer.Option(False, "--start-engines",
+                                           help="If SPEC names docker and its engine is not running, start "
+                                                "dockerd for this study (no bridge, no iptables) and stop it "
+                                                "when the study ends.")):
     """Run an experiment: every runtime × scenario × resource × repetition of SPEC, then metrics, table
     and report. Other kinds of spec: guard (every workload under every guard policy side by side), parallel
     (CoPTS: benchmarks in N concurrent containers), diskfill (WISA 2025: neighbours write large files, a victim
@@ -167,10 +172,27 @@ def run(spec_path: Optional[Path] = typer.Argument(None, metavar="SPEC", show_de
     study.done = done
     _hold_host(directory)
     _term_as_interrupt()
-    code = study.run()
+    with _engines(spec, start_engines):
+        code = study.run()
     if as_json:
         print(json.dumps(study.rows, indent=1, default=str))
     raise typer.Exit(code)
+
+
+@contextmanager
+def _engines(spec, start: bool):
+    """docker's engine for the study when asked (--start-engines) and SPEC names docker: the host's if it
+    runs, else one started here and stopped when the block ends (runtimes.engine.docker_session)."""
+    if not (start and any(r.split("-")[0] == "docker" for r in getattr(spec, "runtimes", ()))):
+        yield
+        return
+    from .runtimes.engine import docker_session
+    with docker_session() as engine:
+        if engine == "started":
+            console.print("started dockerd for this study; it stops when the study ends", highlight=False)
+        elif engine is None:
+            console.print("[yellow]dockerd could not be started here: docker's trials will be n/a[/yellow]")
+        yield
 
 
 _LOCK = []  # the host lock, held until contend exits

@@ -30,7 +30,8 @@ from .store import Store
 from .tools import ToolFailed
 
 Advance = Callable[[float, str], None]  # a running item's progress: share done (0-1), what it does now
-SETUP_S = 3.0  # containers up and down, probes attaching: a rough share of each trial for the ETA
+SETUP_S = 5.0  # containers up and down, probes attaching, two agents started (runsc exec ~1 s each): per trial,
+# for the ETA (measured: the quick preset 16 s per 10 s trial, the Volpert quick pass 14.3 s)
 
 
 class Study:

@@ -8,19 +8,26 @@ from .base import (NAME_PREFIX, STATE, Availability, Container, ContainerSpec, R
                    last_line, signals_deferred)
 from .engine import Engine, Kata
 from .lxc import Lxc
+from .builds import BUILDS, built, why_not_built
 from .oci import Crun, Runc, Runsc
 
-__all__ = ["NAME_PREFIX", "STATE", "Availability", "Container", "ContainerSpec", "Engine", "Runtime", "RuntimeError_",
+__all__ = ["BUILDS", "built", "why_not_built", "NAME_PREFIX", "STATE", "Availability", "Container", "ContainerSpec", "Engine", "Runtime", "RuntimeError_",
            "KNOWN", "get", "availability", "all_runtimes", "last_line", "signals_deferred"]
 
-KNOWN = ("runc", "crun", "runsc", "lxc", "kata", "docker", "podman")
+KNOWN = ("runc", "crun", "runsc", "lxc", "kata", "docker", "podman", *BUILDS)
+SIMPLE = {"runc": Runc, "crun": Crun, "runsc": Runsc, "lxc": Lxc, "kata": Kata}
 
 
 def get(name: str, host: CgroupHost | None = None) -> Runtime:
-    """A runtime by name; docker/podman take an OCI runtime after a dash (docker-runsc)."""
-    simple = {"runc": Runc, "crun": Crun, "runsc": Runsc, "lxc": Lxc, "kata": Kata}
-    if name in simple:
-        return simple[name](host)
+    """A runtime by name; docker/podman take an OCI runtime after a dash (docker-runsc); a built release has
+    its version after an at sign (runc@1.5.2: the runc adapter driving contend's own build)."""
+    if name in SIMPLE:
+        return SIMPLE[name](host)
+    if name in BUILDS:
+        b = BUILDS[name]
+        rt = SIMPLE[b.base](host)
+        rt.name, rt.binary = name, str(b.binary)  # its own state root (STATE/name) and its own binary
+        return rt
     engine, _, oci = name.partition("-")
     if engine in ("docker", "podman"):
         return Engine(engine, oci or None, host)
@@ -34,6 +41,9 @@ def all_runtimes(host: CgroupHost | None = None) -> list[Runtime]:
 def availability(rt: Runtime, try_run: bool = True) -> Availability:
     """Is the runtime there, which version, and does it really run a container here (and if not, why)."""
     a = Availability(rt.name, rt.found(), rt.version() if rt.found() else "")
+    if rt.name in BUILDS and not built(BUILDS[rt.name]):
+        a.found, a.runs, a.reason = False, False, why_not_built(BUILDS[rt.name])
+        return a
     if isinstance(rt, Kata):
         a.runs, a.reason = False, rt.why_not()
         return a

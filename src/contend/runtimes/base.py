@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -71,6 +72,8 @@ class ContainerSpec:
     caps: tuple[str, ...] = DEFAULT_CAPS  # runc spec's; a load that needs more names them (security.py)
 
     def __post_init__(self):
+        # a runtime's container id takes word characters, dots and dashes only (runc@1.5.2 makes an @)
+        self.name = re.sub(r"[^\w.-]", "-", self.name)
         if not self.name.startswith(NAME_PREFIX):
             self.name = NAME_PREFIX + self.name
 

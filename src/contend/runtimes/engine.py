@@ -71,7 +71,9 @@ class Engine(Runtime):
             return False, f"{self.binary} not installed"
         p = subprocess.run([self.binary, "info"], capture_output=True, text=True, timeout=15)
         if p.returncode != 0:
-            return False, f"{self.binary} engine not running: {last_line(p.stderr or p.stdout) or p.returncode}"
+            start = " (start it: systemctl start docker, or contend run --start-engines)" \
+                if self.binary == "docker" else ""
+            return False, f"{self.binary} engine not running{start}: {last_line(p.stderr or p.stdout) or p.returncode}"
         return True, ""
 
     def ensure_image(self) -> None:
@@ -214,6 +216,9 @@ def docker_session(timeout: float = 30):
             proc.kill()
 
 
+DETECTED_ONLY = "detected only: contend has no kata driver (containerd and its shim) yet, its trials are n/a"
+
+
 class Kata(Runtime):
     """Kata Containers needs containerd and its shim (containerd-shim-kata-v2); driven through `ctr`.
 
@@ -230,8 +235,9 @@ class Kata(Runtime):
         return p.stdout.strip().splitlines()[0] if p.stdout else ""
 
     def why_not(self) -> str:
+        """Always a reason: contend only detects kata, even where it is installed."""
         need = [b for b in ("containerd", "ctr", self.binary) if shutil.which(b) is None]
-        return f"not installed: {', '.join(need)}" if need else "contend has no containerd (ctr) driver for kata yet"
+        return (f"{DETECTED_ONLY}; " + (f"not installed here: {', '.join(need)}" if need else "installed here"))
 
     def _start(self, spec: ContainerSpec) -> Container:
         raise RuntimeError_(f"kata: {self.why_not()}")

@@ -1,0 +1,3 @@
+from .builds import main
+
+raise SystemExit(main())

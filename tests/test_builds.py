@@ -1,0 +1,48 @@
+"""Runtimes built from their releases (contend.runtimes.builds): pinned, cached, checked, never silently
+missing. The build itself is `make setup`'s; the built runtime's container tests are test_runtimes.py's
+(runc@1.5.2 is one of ALL_RUNTIMES)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contend.runtimes import builds, get
+from contend.spec import known_runtime
+from contend.tools import ToolFailed
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(builds, "CACHE", tmp_path)
+    return tmp_path
+
+
+def test_a_built_runtime_is_a_name_a_spec_takes_and_its_own_binary_and_state():
+    assert known_runtime("runc@1.5.2") == "runc@1.5.2"
+    rt = get("runc@1.5.2")
+    assert rt.name == "runc@1.5.2" and rt.binary == str(builds.BUILDS["runc@1.5.2"].binary)
+    assert rt.root.name == "runc@1.5.2" and get("runc").root.name == "runc"  # never the distribution's state
+    with pytest.raises(ValueError, match="unknown runtime 'runc@9'"):
+        known_runtime("runc@9")
+
+
+def test_a_cached_binary_is_used_only_while_its_checksum_matches(cache):
+    b = builds.BUILDS["runc@1.5.2"]
+    b.directory.mkdir(parents=True)
+    b.binary.write_bytes(b"#!/bin/sh\necho runc version 1.5.2\n")
+    b.manifest.write_text(json.dumps({"version": b.version, "sha256": builds.sha256(b.binary)}))
+    assert builds.built(b)
+    b.binary.write_bytes(b"#!/bin/sh\necho something else\n")  # replaced behind contend's back
+    assert not builds.built(b) and "checksum" in builds.why_not_built(b)
+    b.manifest.write_text(json.dumps({"version": "v1.4.0", "sha256": builds.sha256(b.binary)}))
+    assert not builds.built(b)  # another version's record
+
+
+def test_a_build_that_cannot_run_is_recorded_and_said(cache, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no go
+    b = builds.BUILDS["runc@1.5.2"]
+    with pytest.raises(ToolFailed, match="building runc@1.5.2: go is not installed"):
+        builds.build(b)
+    assert builds.why_not_built(b).startswith("not built: building runc@1.5.2: go is not installed")
+    assert not b.binary.exists()
