@@ -42,6 +42,21 @@ def docker_engine():
         yield engine
 
 
+def run_that_made(code: str, then: str = "die", prefix: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    """Another run of contend: a process that runs `code` (which records or makes something and binds `name`),
+    prints `name`, then dies by SIGKILL (then="die": a killed contend) or sleeps (then="live", killed by the
+    caller). Returns the process and the name it printed."""
+    after = "os.kill(os.getpid(), signal.SIGKILL)" if then == "die" else "time.sleep(120)"
+    script = f"import os, signal, sys, time\nfrom contend import owned, runtimes\n{code}\nprint(name, flush=True)\n{after}\n"
+    p = subprocess.Popen([*prefix, sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    name = p.stdout.readline().strip()
+    if then == "die":
+        p.wait(timeout=60)
+    assert name, "the other run printed nothing"
+    return p, name
+
+
 def require(binary: str) -> None:
     if shutil.which(binary) is None:
         pytest.skip(f"{binary} not installed on this host")

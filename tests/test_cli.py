@@ -12,10 +12,9 @@ import uuid
 import pytest
 
 from contend.clean import find
-from contend.runtimes import ContainerSpec
 from contend.store import Store
 
-from .conftest import CONTEND, contend, needs_root, require, runtime_or_skip, tiny_spec
+from .conftest import CONTEND, contend, needs_root, require, run_that_made, runtime_or_skip, tiny_spec
 
 pytestmark = [needs_root, pytest.mark.root]
 
@@ -196,16 +195,18 @@ def test_interrupt_mid_trial_leaves_nothing_behind(tmp_path, sig, runtime):
 
 def test_clean_finds_and_removes_what_a_killed_run_left(tmp_path):
     rt = runtime_or_skip("runc")
-    c = rt.create(ContainerSpec(f"leak-{uuid.uuid4().hex[:6]}"))  # as if contend had been SIGKILLed
+    make = f"name = runtimes.get('runc').create(runtimes.ContainerSpec('leak-{uuid.uuid4().hex[:6]}')).name"
+    _, name = run_that_made(make)  # a contend SIGKILLed with a container up
+    cgroup, _ = rt.cgroups_for(name)
     p = contend("clean", "--dry-run")
     assert p.returncode == 0
-    assert f"would remove runc container {c.name}" in p.stdout
-    assert any(line.startswith("would remove cgroup") for line in p.stdout.splitlines())
-    assert c.cgroup.exists(), "dry run removed nothing"
+    assert f"would remove runc container {name}" in p.stdout
+    assert f"would remove cgroup contend/{name}" in p.stdout
+    assert cgroup.exists(), "dry run removed nothing"
     p = contend("clean")
-    assert p.returncode == 0 and f"removing runc container {c.name}" in p.stdout
+    assert p.returncode == 0 and f"removing runc container {name}" in p.stdout
     assert contend("clean", "--dry-run").stdout.strip() == ""
-    assert not c.cgroup.exists()
+    assert not cgroup.exists()
 
 
 def test_doctor_json_reports_this_host():

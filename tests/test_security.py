@@ -22,7 +22,7 @@ from contend.store import DB, Store
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
 
-from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require, runtime_or_skip
+from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require, run_that_made, runtime_or_skip
 from .guardkit import kill_guard_with_caps
 from .test_guard import cg  # noqa: F401  (a fixture: a fresh cgroup of contend's, removed after)
 
@@ -330,13 +330,13 @@ def test_clean_leaves_a_namespace_or_link_that_only_starts_like_contends(cg):
     `contend-mine` (and every process in it) went with contend's own."""
     require("ip")
     theirs_ns, theirs_link = "contend-mine", "contendvpn0"
-    ours_ns = f"contend-{uuid.uuid4().hex[:8]}-abiding"
+    _, ours_ns = run_that_made(f"name = 'contend-{uuid.uuid4().hex[:8]}-abiding'; owned.record('netns', name)")
     try:
         subprocess.run(["ip", "netns", "add", theirs_ns], check=True)
-        subprocess.run(["ip", "netns", "add", ours_ns], check=True)
+        subprocess.run(["ip", "netns", "add", ours_ns], check=True)  # what the killed run was making
         subprocess.run(["ip", "link", "add", theirs_link, "type", "veth", "peer", "name", "vpnpeer0"], check=True)
         dry = contend("clean", "--dry-run").stdout
-        assert f"network namespace {ours_ns}" in dry
+        assert f"would remove network namespace {ours_ns}" in dry
         assert theirs_ns not in dry and theirs_link not in dry
         assert contend("clean").returncode == 0
         left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
@@ -347,6 +347,89 @@ def test_clean_leaves_a_namespace_or_link_that_only_starts_like_contends(cg):
         subprocess.run(["ip", "link", "del", theirs_link], capture_output=True)
 
 
+# ------------------------------------------------------------------ ownership by record (owned.py)
+@needs_root
+def test_clean_leaves_what_a_running_contend_made_even_as_pid_1_of_its_namespace():
+    """clean took every `contend-*` container for a leftover: a `contend doctor` or a guard evaluation
+    running beside it (no study lock held) lost its containers. The maker here is PID 1 of its own PID
+    namespace, as in a pod: its liveness is its run's flock, never a PID."""
+    require("unshare")
+    rt = runtime_or_skip("runc")
+    make = f"name = runtimes.get('runc').create(runtimes.ContainerSpec('live-{uuid.uuid4().hex[:6]}')).name"
+    p, name = run_that_made(f"assert os.getpid() == 1\n{make}", then="live",
+                            prefix=("unshare", "--pid", "--fork", "--mount-proc"))
+    cgroup, _ = rt.cgroups_for(name)
+    try:
+        dry = contend("clean", "--dry-run").stdout
+        assert f"left alone: runc container {name}: in use by a running contend" in dry, dry
+        assert f"would remove runc container {name}" not in dry
+        assert contend("clean").returncode == 0
+        assert cgroup.exists() and name in rt.leftovers(), "clean removed a running contend's container"
+        forced = contend("clean", "--force")
+        assert forced.returncode == 0 and f"removing runc container {name}" in forced.stdout
+        assert not cgroup.exists()
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        rt.remove_leftover(name)
+
+
+@needs_root
+def test_an_object_with_contends_name_that_no_run_recorded_is_left_alone_unless_asked():
+    """Ownership was the name alone: anything called contend-<hex>-<tenant> was removed, processes killed."""
+    require("ip")
+    ns = f"contend-{uuid.uuid4().hex[:8]}-abiding"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        dry = contend("clean", "--dry-run").stdout
+        assert f"left alone: network namespace {ns}: no run of contend recorded it (--unrecorded" in dry, dry
+        assert contend("clean").returncode == 0
+        assert (Path("/run/netns") / ns).exists()
+        assert contend("clean", "--unrecorded").returncode == 0
+        assert not (Path("/run/netns") / ns).exists()
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@needs_root
+def test_a_dead_runs_records_go_once_what_they_name_is_gone():
+    from contend import owned
+    _, name = run_that_made(f"name = 'contend-{uuid.uuid4().hex[:8]}-x'; owned.record('directory', name)")
+    runs = [d for d in owned.RUNS.iterdir() if (d / f"directory:{name}").exists()]
+    assert len(runs) == 1 and not owned.owners()[("directory", name)].alive
+    assert contend("clean").returncode == 0  # the directory was never made: nothing to remove, record dropped
+    assert not runs[0].exists()
+
+
+def test_records_are_names_contend_gives_never_paths(tmp_path, monkeypatch):
+    """A record is a file name and a clean target: a path or a foreign kind in it is refused, and a forged
+    ledger (a run that is a symlink, a record that is a link, a run.json that is not JSON) is ignored."""
+    from contend import owned
+    monkeypatch.setattr(owned, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(owned, "_run", None)
+    for kind, name in (("container", "../../etc"), ("container", "a/b"), ("file", "contend-x"), ("netns", "")):
+        with pytest.raises(ValueError, match="not a name contend gives"):
+            owned.record(kind, name)
+    owned.record("container", "contend-abc-victim")
+    mine = owned.owners()[("container", "contend-abc-victim")]
+    assert mine.alive and mine.mine
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "container:contend-evil-x").touch()
+    (owned.RUNS / ("f" * 32)).symlink_to(elsewhere)
+    forged = owned.RUNS / ("e" * 32)
+    forged.mkdir()
+    (forged / "run.json").write_text("{")
+    (forged / "container:contend-link-x").symlink_to("/etc/passwd")
+    (forged / "container:contend-ok-x").touch()
+    got = owned.owners()
+    assert ("container", "contend-evil-x") not in got and ("container", "contend-link-x") not in got
+    assert got[("container", "contend-ok-x")] == owned.Owner("e" * 32, 0, False, False)
+    owned.prune(set())
+    assert not forged.exists() and (owned.RUNS / ("f" * 32)).is_symlink() and elsewhere.exists()
+    owned.forget("container", "contend-abc-victim")
+    owned._end()
+    assert not list(owned.RUNS.glob("*/container:contend-abc-victim"))
 @needs_root
 def test_an_engine_image_or_container_contend_did_not_make_is_left_alone(docker_engine):
     """`docker rmi contend/hostfs:1` removed any image of that name, and any container with the label

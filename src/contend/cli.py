@@ -656,16 +656,21 @@ def cluster_collect(sources: list[Path] = typer.Argument(..., metavar="SOURCE...
 # ---------------------------------------------------------------- clean
 @app.command()
 def clean(dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
-          force: bool = typer.Option(False, "--force", help="Remove even while a study runs on this host (its "
-                                     "containers are killed mid-trial).")):
-    """Find and remove everything contend created on this host: containers of every runtime, bundles,
+          force: bool = typer.Option(False, "--force", help="Remove also what a running contend made (a study's "
+                                     "containers are killed mid-trial), and even while a study holds the host."),
+          unrecorded: bool = typer.Option(False, "--unrecorded", help="Remove also objects that carry contend's "
+                                          "names but that no run of contend recorded (made by hand, or by a "
+                                          "contend from before the records).")):
+    """Remove what a killed or crashed contend left on this host: containers of every runtime, bundles,
     cgroups in every hierarchy, data directories, network namespaces, links, the caps of a guard that was
-    killed. Refuses while a study is running here (its objects are in use), unless --force."""
+    killed. Only what a run of contend recorded when it made it, and only once that run is dead; the rest is
+    listed as left alone, with why. Refuses while a study is running here, unless --force."""
     need_root("contend clean")
     from .clean import StudyRunning
     from .clean import clean as do_clean
     try:
-        n = do_clean(dry_run, say=lambda s: console.print(s, markup=False, highlight=False), force=force)
+        n = do_clean(dry_run, say=lambda s: console.print(s, markup=False, highlight=False), force=force,
+                     unrecorded=unrecorded)
     except StudyRunning as e:
         fail(str(e))
     if n == 0 and not dry_run:

@@ -37,6 +37,21 @@ def host_lock(directory: Path):
     return f
 
 
+def held(lock: Path) -> bool:
+    """Does a live process hold an flock on this file? (False when the file is missing or nobody holds it.)"""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def study_running() -> str:
     """Who holds the study lock now ("pid N, results in DIR"), or "" when no study runs."""
     try:

@@ -282,7 +282,7 @@ def remove_stale(say: Callable[[str], None]) -> int:
     from .clean import clean
     lines: list[str] = []
     n = clean(say=lines.append, only=lambda x: x.kind != "guard cap" and not x.kind.endswith(" image"),
-              force=True)  # the lock is ours
+              lock_is_ours=True)
     if n:
         say(f"removing what an earlier contend study left on this host ({n} item(s)):")
         for line in lines:

@@ -70,7 +70,10 @@ def cpu_capacity(seconds: float = 3.0) -> dict:
 
 
 def device_of(path: Path) -> str:
-    """MAJ:MIN of the whole disk holding path (throttles apply to whole disks)."""
+    """MAJ:MIN of the whole disk holding path, or that will once it is made (a fresh host has no
+    /var/lib/contend/data yet); throttles apply to whole disks."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
     st = os.stat(path)
     dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
     sysdev = Path(f"/sys/dev/block/{dev}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -19,11 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import runtimes
+from .. import owned, runtimes
 from ..cgroups import CgroupHost, detect
 from ..load.fio import layout
 from ..metrics import StepWindow
-from ..paths import DATA
 from ..probes import CgroupSampler, Sample, Target
 from ..runner import TrialResult, reset_host
 from ..runtimes import ContainerSpec, RuntimeError_, last_line, signals_deferred
@@ -133,7 +131,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
                                      capacity, facts))
     rec = result.record
     containers: dict[str, runtimes.Container] = {}
-    data = {t: DATA / f"{runtimes.NAME_PREFIX}{uid}-{t}" for t in TENANTS}
+    data = {t: owned.data_dir(uid, t) for t in TENANTS}
     sampler = guard = None
     stop = threading.Event()
     thread = None
@@ -229,7 +227,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
             for c in containers.values():
                 rt.delete(c)
             for d in data.values():
-                shutil.rmtree(d, ignore_errors=True)
+                owned.remove_data_dir(d)
             rec.ended_at = time.time()
     return result
 

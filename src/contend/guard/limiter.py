@@ -21,6 +21,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from ..cgroups import CgroupHost, IoLimit, Limits
+from ..hostlock import held
 from ..paths import STATE
 from .config import MIN_CAP
 
@@ -127,18 +128,9 @@ def restore(host: CgroupHost, relpath: str, device: str, original: IoLimit | Non
 
 
 def _alive(state_file: Path) -> bool:
-    """Is the guard that wrote this state running? It holds an flock on <id>.lock while it lives."""
-    try:
-        fd = os.open(state_file.with_suffix(".lock"), os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False  # never locked (a state from before instance ids), or its guard exited
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
+    """Is the guard that wrote this state running? It holds an flock on <id>.lock while it lives (a state
+    from before instance ids has no lock: its guard is taken for dead)."""
+    return held(state_file.with_suffix(".lock"))
 
 
 DEVICE = re.compile(r"^[0-9]+:[0-9]+$")

@@ -8,8 +8,8 @@ since no runtime sets a network rate itself.
     tenant netns contend-<uid>-<tenant>  eth0 ── contend<t><uid6> ─┐
                                                                    bridge contendb<uid6> ── contends<uid6> ──[tbf: capacity]── eth0  netns contend-<uid>-sink (load agent sinks)
 
-Everything is named with contend's prefix, so `contend clean` finds what a crash left (netns contend-*,
-links contend*).
+Everything is named with contend's prefix and recorded (owned.py) before it is made, so `contend clean`
+finds what a crash left (netns contend-*, links contend*) and knows it for contend's.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .. import owned
 
 NETNS_DIR = Path("/run/netns")
 SUBNET = "10.199.0"
@@ -73,6 +75,12 @@ class Link:
     limits_bps: dict[str, float | None]  # tenant -> its rate limit (None: unlimited)
     ports: dict[str, Port] = field(default_factory=dict)
     servers: list[subprocess.Popen] = field(default_factory=list)
+    made: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) recorded, in the order made
+
+    def _record(self, kind: str, name: str) -> str:
+        owned.record(kind, name)
+        self.made.append((kind, name))
+        return name
 
     @property
     def short(self) -> str:
@@ -89,7 +97,7 @@ class Link:
     def up(self) -> "Link":
         from ..load.agent import build_agent  # here, not at the top: `contend clean` and the guard import this
         try:
-            _ip("link", "add", self.bridge, "type", "bridge")
+            _ip("link", "add", self._record("link", self.bridge), "type", "bridge")
             _ip("link", "set", self.bridge, "up")
             self._port(self.sink)
             tbf(None, self.sink.host_dev, self.capacity_bps)  # the shared bottleneck: bridge -> sink
@@ -111,9 +119,9 @@ class Link:
         return self
 
     def _port(self, p: Port) -> None:
-        peer = f"contendp{p.host_dev[7]}{self.short}"
-        _ip("netns", "add", p.netns)
-        _ip("link", "add", p.host_dev, "type", "veth", "peer", "name", peer)
+        peer = self._record("link", f"contendp{p.host_dev[7]}{self.short}")
+        _ip("netns", "add", self._record("netns", p.netns))
+        _ip("link", "add", self._record("link", p.host_dev), "type", "veth", "peer", "name", peer)
         _ip("link", "set", peer, "netns", p.netns)
         _ip("-n", p.netns, "link", "set", peer, "name", "eth0")
         _ip("-n", p.netns, "addr", "add", f"{p.ip}/24", "dev", "eth0")
@@ -142,10 +150,16 @@ class Link:
                 s.kill()
             s.wait()
         self.servers.clear()
-        for p in [*self.ports.values(), self.sink]:
-            subprocess.run(["ip", "link", "del", p.host_dev], capture_output=True)  # takes its peer along
-            remove_netns(p.netns)
-        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+        for kind, name in reversed(self.made):  # a port's host side takes its peer along
+            if kind == "netns":
+                remove_netns(name)
+                gone = not (NETNS_DIR / name).exists()
+            else:
+                subprocess.run(["ip", "link", "del", name], capture_output=True)
+                gone = not (Path("/sys/class/net") / name).exists()
+            if gone:
+                owned.forget(kind, name)
+        self.made.clear()
 
 
 def remove_netns(name: str) -> None:

@@ -17,10 +17,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import runtimes
+from .. import owned, runtimes
 from ..cgroups import CgroupHost, Limits
 from ..metrics.scaling import scenario_of
-from ..paths import DATA
 from ..runner import TrialResult
 from ..runtimes import ContainerSpec, RuntimeError_
 from ..spec import ParallelStudy
@@ -147,7 +146,7 @@ class Cell:
 
     def _container(self, p: int, c: int) -> None:
         tenant = f"p{p}c{c}"
-        data = DATA / f"{runtimes.NAME_PREFIX}{self.uid}-{tenant}"
+        data = owned.data_dir(self.uid, tenant)
         container = None
         try:
             try:
@@ -175,7 +174,7 @@ class Cell:
                 if container is not None:
                     self.rt.delete(container)
             finally:  # also when the removal raised (a cgroup still busy as its processes die)
-                shutil.rmtree(data, ignore_errors=True)
+                owned.remove_data_dir(data)
 
     def _run(self, container, p: int, c: int, r: int) -> RunRecord:
         before = container.cgroup.stats()

@@ -5,7 +5,6 @@ It measures and records; it never computes a metric (that is metrics/, reading t
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 import uuid
@@ -14,14 +13,13 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from .. import runtimes
+from .. import owned, runtimes
 from ..cgroups import CgroupHost, IoLimit, Limits, detect
 from ..doctor.calibrate import write_iops_key
 from ..load import CpuLoad, DiskLoad, LoadGenerator, MemoryLoad, NetworkLoad, RampController, Step, plan_steps
 from ..network import SINK_IP, Link, NetworkError
 from ..load.ramp import check_failures
 from ..metrics import StepWindow
-from ..paths import DATA
 from ..planner import TrialPlan
 from ..probes import BpftraceProbes, CgroupSampler, Sample, Target
 from ..probes.sampler import oom_events
@@ -122,7 +120,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
     result = trial_without_data(tp, "failed", "", capacity, facts)
     rec = result.record
     containers: dict[str, runtimes.Container] = {}
-    data_dirs = {t: DATA / f"{runtimes.NAME_PREFIX}{uid}-{t}" for t in TENANTS}
+    data_dirs = {t: owned.data_dir(uid, t) for t in TENANTS}
     probes: list = []
     fractions = {"abiding": sc.l_a, "disruptive": sc.l_d}
     link = Link(uid, capacity["network_bps"], {t: f * capacity["network_bps"] for t, f in fractions.items()}) \
@@ -181,6 +179,6 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
             if link is not None:
                 link.down()  # after the containers: runsc's commands run inside their namespaces
             for d in data_dirs.values():
-                shutil.rmtree(d, ignore_errors=True)
+                owned.remove_data_dir(d)
             rec.ended_at = time.time()
     return result

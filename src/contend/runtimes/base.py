@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import owned
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect
 from ..paths import STATE  # noqa: F401  (re-exported: runtimes keep their state below it)
 from ..tools import last_line  # noqa: F401  (re-exported: the runtimes and the load use it)
@@ -129,6 +130,7 @@ class Runtime(ABC):
     # -- lifecycle: shared by all runtimes
     def create(self, spec: ContainerSpec) -> Container:
         """Create and start a container; on any failure (Ctrl-C included) nothing of it is left."""
+        owned.record("container", spec.name)  # before anything of it exists: a crash leaves a record, not an orphan
         LIVE[spec.name] = self
         try:
             return self._start(spec)
@@ -154,6 +156,7 @@ class Runtime(ABC):
     def remove_leftover(self, name: str) -> None:
         self._remove(name)
         LIVE.pop(name, None)
+        owned.forget("container", name)
 
     # -- shared helpers
     def run(self, c: Container, argv: list[str], timeout: float | None = 60) -> subprocess.CompletedProcess:

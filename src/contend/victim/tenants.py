@@ -1,15 +1,13 @@
 """The containers of one victim trial, watched from the host; whatever happens, nothing of them is left."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 import uuid
 from pathlib import Path
 
-from .. import runtimes
+from .. import owned, runtimes
 from ..cgroups import CgroupHost, Limits
-from ..paths import DATA
 from ..probes.base import Sample, Target
 from ..probes.device import DeviceSampler
 from ..probes.sampler import CgroupSampler, oom_events
@@ -31,7 +29,7 @@ class Tenants:
         self.caps = caps or {}  # capabilities a tenant's load needs beyond the defaults (runtimes/security.py)
         self.uid = uuid.uuid4().hex[:6]
         self.c: dict[str, Container] = {}
-        self.data: dict[str, Path] = {t: DATA / f"{runtimes.NAME_PREFIX}{self.uid}-{t}" for t in limits}
+        self.data: dict[str, Path] = {t: owned.data_dir(self.uid, t) for t in limits}
         self.device, self.period = device, period
         self.clock0 = time.monotonic()
         self.samplers: list = []
@@ -55,7 +53,7 @@ class Tenants:
             for c in self.c.values():
                 self.rt.delete(c)
             for d in self.data.values():
-                shutil.rmtree(d, ignore_errors=True)
+                owned.remove_data_dir(d)
 
     def now(self) -> float:
         return time.monotonic() - self.clock0
