@@ -1,26 +1,46 @@
 """What the benchmarks share: a runc container with a data directory, removed with it afterwards."""
 from __future__ import annotations
 
-import shutil
+import json
+import sys
 import uuid
 from contextlib import contextmanager
 
-from contend.paths import DATA
+from contend import owned
 from contend.runtimes import ContainerSpec, get
 
 
+def bogo_rate(rt, c, stressor: list[str], seconds: float) -> float:
+    """stress-ng's bogo ops per second of wall time, for `stressor` run in the container for `seconds`."""
+    p = rt.run(c, ["stress-ng", *stressor, "--timeout", f"{seconds:g}s", "--metrics-brief", "--yaml", "/tmp/b.yaml"],
+               timeout=seconds + 60)
+    if p.returncode != 0:
+        sys.exit(f"stress-ng failed: {p.stderr}")
+    y = rt.run(c, ["cat", "/tmp/b.yaml"]).stdout
+    return float(next(ln.split(":")[1] for ln in y.splitlines() if "bogo-ops-per-second-real-time" in ln))
+
+
+def fio_iops(rt, c, seconds: float, *options: str) -> float:
+    """fio's read IOPS of 4k random direct reads of /data/bench.fio for `seconds`, with `options`."""
+    p = rt.run(c, ["fio", "--name=b", "--filename=/data/bench.fio", "--direct=1", "--bs=4k", "--rw=randread",
+                   "--time_based", f"--runtime={seconds:g}", "--output-format=json", *options], timeout=seconds + 120)
+    if p.returncode != 0:
+        sys.exit(f"fio failed: {p.stderr}")
+    return json.loads(p.stdout)["jobs"][0]["read"]["iops"]
+
+
 @contextmanager
-def runc_container():
+def runc_container(userns: bool = True):
     """(runtime, container) of one unlimited runc container whose /data is a fresh directory on the
     experiment device; both removed on the way out."""
     rt = get("runc")
-    data = DATA / f"contend-bench-{uuid.uuid4().hex[:6]}"
+    data = owned.data_dir("bench", uuid.uuid4().hex[:6])
     data.mkdir(parents=True, exist_ok=True)
     try:
-        c = rt.create(ContainerSpec(f"bench-{uuid.uuid4().hex[:6]}", data_dir=data))
+        c = rt.create(ContainerSpec(f"bench-{uuid.uuid4().hex[:6]}", data_dir=data, userns=userns))
         try:
             yield rt, c
         finally:
             rt.delete(c)
     finally:
-        shutil.rmtree(data, ignore_errors=True)
+        owned.remove_data_dir(data)

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import uuid
 
 import numpy as np
 
+from contend import owned
 from contend.load.fio import iops_log, layout
-from contend.paths import DATA
 
 
 def fallocated(path: str, size: str) -> list[str]:
@@ -51,7 +50,7 @@ def main() -> None:
     ap.add_argument("--size", default="256M")
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    directory = DATA / f"contend-bench-{uuid.uuid4().hex[:6]}"
+    directory = owned.data_dir("bench", uuid.uuid4().hex[:6])
     directory.mkdir(parents=True)
     rows = []
     try:
@@ -64,7 +63,7 @@ def main() -> None:
                 print(f"{kind:10s}  first/rest {first:4.2f}  mean {r.mean():7.0f}  per s: "
                       + " ".join(f"{x:.0f}" for x in r), flush=True)
     finally:
-        shutil.rmtree(directory, ignore_errors=True)
+        owned.remove_data_dir(directory)
     for kind in ("fallocated", "written"):
         f = [r["first_over_rest"] for r in rows if r["layout"] == kind]
         print(f"{kind}: first second over the rest's median {min(f):.2f}-{max(f):.2f}")

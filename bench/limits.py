@@ -7,11 +7,11 @@ and 10 MiB of direct writes under a 5 MiB/s write limit (achieved MiB/s, seen fr
 """
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 import uuid
 
+from contend import owned
 from contend.cgroups import IoLimit, Limits
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
@@ -29,9 +29,8 @@ def cpu_under_quota(rt) -> float:
 
 
 def write_under_limit(rt, rate: int = 5 << 20) -> float:
-    DATA.mkdir(parents=True, exist_ok=True)
-    data = DATA / f"contend-bench-{uuid.uuid4().hex[:6]}"
-    data.mkdir()
+    data = owned.data_dir("bench", uuid.uuid4().hex[:6])
+    data.mkdir(parents=True)
     c = rt.create(ContainerSpec(f"bench-{uuid.uuid4().hex[:6]}", Limits(io=(IoLimit(device_of(DATA), wbps=rate),)),
                                 data))
     try:
@@ -40,7 +39,7 @@ def write_under_limit(rt, rate: int = 5 << 20) -> float:
         return 10 / (time.monotonic() - t0)
     finally:
         rt.delete(c)
-        shutil.rmtree(data, ignore_errors=True)
+        owned.remove_data_dir(data)
 
 
 def main() -> None:

@@ -11,35 +11,23 @@ another day). Prints each setting's median and the ratio all/none per workload.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 from functools import partial
 
 from contend.probes import BpftraceProbes, CgroupSampler, Target
 
-from benchkit import runc_container
+from benchkit import bogo_rate, fio_iops, runc_container
 
 SETTINGS = ("none", "all")
 
 
 def cpu_work(rt, c, seconds: float) -> float:
-    p = rt.run(c, ["stress-ng", "--cpu", str(os.cpu_count()), "--cpu-method", "matrixprod",
-                   "--timeout", f"{seconds}s", "--metrics-brief", "--yaml", "/tmp/b.yaml"], timeout=seconds + 60)
-    if p.returncode != 0:
-        sys.exit(f"stress-ng failed: {p.stderr}")
-    y = rt.run(c, ["cat", "/tmp/b.yaml"]).stdout
-    return float(next(ln.split(":")[1] for ln in y.splitlines() if "bogo-ops-per-second-real-time" in ln))
+    return bogo_rate(rt, c, ["--cpu", str(os.cpu_count()), "--cpu-method", "matrixprod"], seconds)
 
 
 def disk_work(rt, c, seconds: float) -> float:
-    p = rt.run(c, ["fio", "--name=b", "--filename=/data/bench.fio", "--size=512M", "--direct=1",
-                   "--ioengine=libaio", "--iodepth=32", "--bs=4k", "--rw=randread", "--time_based",
-                   f"--runtime={seconds:g}", "--output-format=json"], timeout=seconds + 120)
-    if p.returncode != 0:
-        sys.exit(f"fio failed: {p.stderr}")
-    return json.loads(p.stdout)["jobs"][0]["read"]["iops"]
+    return fio_iops(rt, c, seconds, "--size=512M", "--ioengine=libaio", "--iodepth=32")
 
 
 WORKLOADS = {"cpu (bogo ops/s)": cpu_work, "fio 4k randread (IOPS)": disk_work}

@@ -1,8 +1,12 @@
 """Real containers under runc, crun, runsc and lxc: limits checked from the inside and from the host."""
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +14,7 @@ from contend.cgroups import IoLimit, Limits
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
 from contend.runtimes import ContainerSpec
+from contend.runtimes.security import USERNS_BASE
 
 from .conftest import ALL_RUNTIMES, needs_root, require, runtime_or_skip
 
@@ -37,7 +42,6 @@ def container(rt, tmp_path):
         made.append(c)
         return c
     yield make
-    import shutil
     for x in made:
         if hasattr(x, "cgroup"):
             rt.delete(x)
@@ -87,6 +91,60 @@ def test_a_container_is_at_least_as_strict_as_runc_spec(rt, container):
         assert "nosuid" in data and "nodev" in data, data
     pids_max = [(d / "pids.max").read_text().strip() for d in c.cgroup.dirs() if (d / "pids.max").exists()]
     assert pids_max == ["4096"], pids_max  # a fork bomb stops in its tenant
+
+
+@pytest.mark.parametrize("userns", [True, False])
+def test_a_containers_root_is_not_the_hosts_root(rt, userns):
+    """Issue 21: no user namespace, so the container's uid 0 was host root: a root-only file of the host that
+    reached the container (here through /data) was read in full. runc and crun now map it to an unprivileged
+    host uid; `userns: false` keeps host root, for a load that needs it."""
+    if not rt.does_userns:
+        pytest.skip(f"{rt.name} does no user namespaces (docs/security.md)")
+    data = DATA / f"contend-test-{uuid.uuid4().hex[:6]}"
+    data.mkdir(parents=True)
+    c = None
+    try:
+        secret = data / "secret"
+        secret.write_text("host root's only\n")
+        secret.chmod(0o600)
+        c = rt.create(ContainerSpec(f"test-{rt.name}-{uuid.uuid4().hex[:6]}", data_dir=data, userns=userns))
+        p = rt.run(c, ["sh", "-c", "cat /proc/self/uid_map; id -u; echo mine > /data/mine; cat /data/secret 2>&1; true"])
+        assert p.returncode == 0, p.stderr
+        out = p.stdout
+        assert out.split()[3] == "0", out  # root inside either way
+        if userns:
+            assert out.split()[:3] == ["0", str(USERNS_BASE), "65536"], out
+            assert "Permission denied" in out and "host root's only" not in out, out
+            assert (data / "mine").stat().st_uid == USERNS_BASE
+        else:
+            assert out.split()[:3] == ["0", "0", "4294967295"], out
+            assert "host root's only" in out
+            assert (data / "mine").stat().st_uid == 0
+    finally:
+        if c is not None:
+            rt.delete(c)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def test_a_container_joining_a_network_namespace_contend_made_stays_in_the_hosts_user_namespace(rt):
+    """runc 1.1.5 cannot exec into a container with a user namespace of its own that joined a network namespace
+    the host's root made ("failed to setns into net namespace: operation not permitted"): a network trial's
+    tenants run without one (docs/security.md), and still run."""
+    if not rt.does_userns:
+        pytest.skip(f"{rt.name} does no user namespaces (docs/security.md)")
+    ns = f"contend-t{uuid.uuid4().hex[:6]}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    c = None
+    try:
+        c = rt.create(ContainerSpec(f"test-{rt.name}-{uuid.uuid4().hex[:6]}", netns=Path(f"/run/netns/{ns}")))
+        p = rt.run(c, ["sh", "-c", "cat /proc/self/uid_map; ls /sys/class/net"])
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.split()[:2] == ["0", "0"], p.stdout
+        assert os.stat(f"/run/netns/{ns}").st_ino == os.stat(f"/proc/{rt.pids(c)[0]}/ns/net").st_ino
+    finally:
+        if c is not None:
+            rt.delete(c)
+        subprocess.run(["ip", "netns", "del", ns])
 
 
 def test_delete_removes_container_and_cgroups(rt, container):

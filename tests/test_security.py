@@ -506,3 +506,19 @@ def test_a_syscall_the_capabilities_allow_is_still_denied_by_the_profile(runtime
         assert p.stdout.split()[0] == "-1" and "Operation not permitted" in p.stdout, p.stdout + p.stderr
     finally:
         rt.delete(c)
+
+
+# ------------------------------------------------------------------ the containers' user namespace
+def test_a_host_user_or_subuid_range_inside_contends_uid_range_is_named(tmp_path):
+    """A container's uids are host uids USERNS_BASE.. +65535: if a user of this host, or a range /etc/subuid
+    gives someone, lies there, a container's root would own that user's files; runc and crun refuse then."""
+    from contend.runtimes.security import USERNS_BASE, userns_clash
+    passwd, subuid = tmp_path / "passwd", tmp_path / "subuid"
+    passwd.write_text("root:x:0:0::/root:/bin/sh\nbob:x:1000:1000::/home/bob:/bin/sh\n")
+    subuid.write_text("bob:100000:65536\n# a comment\nalice:x:y\n")
+    names = (str(passwd), str(subuid))
+    assert userns_clash(names) == ""
+    subuid.write_text(f"bob:100000:65536\ncarol:{USERNS_BASE - 10}:11\n")
+    assert userns_clash(names) == f"{subuid}:2: carol overlaps host uids {USERNS_BASE}-{USERNS_BASE + 65535}"
+    subuid.write_text(f"carol:{USERNS_BASE - 10}:10\n")  # ends just below
+    assert userns_clash(names) == ""

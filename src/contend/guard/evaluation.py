@@ -140,7 +140,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
         reset_host("disk")
         for t in TENANTS:
             data[t].mkdir(parents=True, exist_ok=True)
-            containers[t] = rt.create(ContainerSpec(f"{uid}-{t}", data_dir=data[t]))
+            containers[t] = rt.create(ContainerSpec(f"{uid}-{t}", data_dir=data[t], userns=study.userns))
         for t in TENANTS:  # lay the files out before the clock starts
             p = rt.run(containers[t], layout(f"/data/{t}.dat", SIZE), timeout=300)
             if p.returncode != 0:

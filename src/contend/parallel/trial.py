@@ -154,7 +154,7 @@ class Cell:
                 t0 = self._now()
                 container = self.rt.create(ContainerSpec(
                     f"{self.uid}-{tenant}", Limits(cpu=self.spec.limits.cpus, memory=self.spec.limits.memory_bytes),
-                    data))
+                    data, userns=self.spec.userns))
                 self._note_launch(tenant, t0, self._now() - t0)
             except (RuntimeError_, OSError) as e:
                 self._add(RunRecord(p, c, 0, self._now(), 0.0, "failed", f"container: {e}"))

@@ -133,7 +133,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
             data_dirs[tenant].mkdir(parents=True, exist_ok=True)
             netns = link.ports[tenant].netns_path if link else None
             containers[tenant] = rt.create(ContainerSpec(f"{uid}-{tenant}", limits_for(tp.resource, frac, capacity),
-                                                         data_dirs[tenant], netns=netns))
+                                                         data_dirs[tenant], netns=netns, userns=spec.userns))
         checkpoint("containers")
         targets = [Target(t, c.cgroup, c.tracking, sync=partial(rt.track, c),
                           netdev=link.ports[t].host_dev if link else None) for t, c in containers.items()]

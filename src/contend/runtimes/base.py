@@ -71,6 +71,7 @@ class ContainerSpec:
     command: list[str] = field(default_factory=lambda: ["/usr/bin/sleep", "infinity"])
     netns: Path | None = None  # a network namespace to join (network trials); None: an empty one, lo only
     caps: tuple[str, ...] = DEFAULT_CAPS  # runc spec's; a load that needs more names them (security.py)
+    userns: bool = True  # its root an unprivileged host uid, where the runtime does user namespaces (security.py)
 
     def __post_init__(self):
         # a runtime's container id takes word characters, dots and dashes only (runc@1.5.2 makes an @)
@@ -99,6 +100,7 @@ class Runtime(ABC):
     name: str = ""
     binary: str = ""
     no_netns: str = ""  # why this runtime cannot join a network namespace contend made ("" = it can)
+    does_userns = False  # does it put a container whose spec asks in a user namespace (ContainerSpec.userns)
 
     def __init__(self, host: CgroupHost | None = None):
         self.host = host or detect()

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..cgroups import Limits
 from ..paths import STATE
-from .security import DEFAULT_CAPS, MASKED_PATHS, NOFILE, READONLY_PATHS, pids_limit, seccomp, secrets
+from .security import (DEFAULT_CAPS, MASKED_PATHS, NOFILE, READONLY_PATHS, pids_limit, seccomp, secrets,
+                       userns_mappings)
 
 RO_BINDS = ("/usr", "/etc")
 USR_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
@@ -83,9 +84,14 @@ def empty_file() -> Path:
 
 
 def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
-               data_dir: Path | None, netns: str | None, caps: tuple[str, ...] = DEFAULT_CAPS) -> dict:
+               data_dir: Path | None, netns: str | None, caps: tuple[str, ...] = DEFAULT_CAPS,
+               userns: bool = False) -> dict:
     """An OCI config, as strict as `runc spec`'s (runtimes/security.py); `netns` None: an empty network
-    namespace of its own, a path: join that one, "": none of its own (the runtime's caller chose it)."""
+    namespace of its own, a path: join that one, "": none of its own (the runtime's caller chose it);
+    `userns`: in a user namespace of its own, its root an unprivileged host uid."""
+    if userns and netns:  # sysfs is mounted only by the user namespace owning the network namespace
+        raise ValueError("a container in a user namespace of its own cannot join a network namespace")
+    sysfs = {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "noexec", "nodev", "ro"]}
     mounts = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
@@ -94,7 +100,7 @@ def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
          "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]},
         {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
          "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]},
-        {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "noexec", "nodev", "ro"]},
+        sysfs,
         {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "mode=1777"]},
         {"destination": "/run", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "mode=755"]},
     ]
@@ -104,7 +110,7 @@ def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
     if data_dir is not None:
         mounts.append({"destination": "/data", "type": "bind", "source": str(data_dir),
                        "options": ["rbind", "rw", "nosuid", "nodev"]})
-    namespaces = [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
+    namespaces = [{"type": t} for t in ("pid", "ipc", "uts", "mount", *(("user",) if userns else ()))]
     if netns is None:
         namespaces.append({"type": "network"})
     elif netns:
@@ -132,6 +138,7 @@ def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
             "maskedPaths": list(MASKED_PATHS),
             "readonlyPaths": list(READONLY_PATHS),
             "seccomp": seccomp(caps),
+            **(userns_mappings() if userns else {}),
         },
     }
 

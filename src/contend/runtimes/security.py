@@ -8,7 +8,11 @@
   golang-github-containers-common installs it at /usr/share/containers/seccomp.json), resolved for this
   architecture and the container's capabilities, with DENIED denied outright: podman's profile allows some of
   them (mount, unshare, setns, keyctl, reboot, ...) for rootless nested containers and leaves them to the
-  capability checks, where Docker's denies them. Without that file: every syscall but DENIED.
+  capability checks, where Docker's denies them. Without that file: every syscall but DENIED;
+- a user namespace (runc): the container's uid 0 is host uid USERNS_BASE, so what escapes the
+  container's mounts (a host file bound in, a data directory) is reached as an unprivileged host user, not
+  as root. One range for every container, as Docker's userns-remap does; a study that needs its loads to be
+  host root sets `userns: false`.
 """
 from __future__ import annotations
 
@@ -37,6 +41,39 @@ DENIED = ("acct", "add_key", "bpf", "clock_settime", "delete_module", "finit_mod
           "lookup_dcookie", "mount", "move_mount", "name_to_handle_at", "open_by_handle_at", "open_tree",
           "perf_event_open", "pivot_root", "quotactl", "reboot", "request_key", "setns", "settimeofday",
           "swapoff", "swapon", "umount2", "unshare", "userfaultfd")
+
+
+# host uids [USERNS_BASE, USERNS_BASE + USERNS_SIZE) are containers' uids 0..65535: far above any user's uid and
+# any /etc/subuid range a distribution hands out (100000 + 65536 k); `userns_clash` checks this host's
+USERNS_BASE = 1 << 30
+USERNS_SIZE = 65536
+
+
+def userns_mappings() -> dict:
+    """The OCI config's uid and gid mappings."""
+    m = [{"containerID": 0, "hostID": USERNS_BASE, "size": USERNS_SIZE}]
+    return {"uidMappings": m, "gidMappings": m}
+
+
+def userns_clash(files: tuple[str, ...] = ("/etc/passwd", "/etc/group", "/etc/subuid", "/etc/subgid")) -> str:
+    """Which of this host's users, groups or subordinate id ranges overlap contend's range ('' if none): a
+    container would then own that user's files."""
+    top = USERNS_BASE + USERNS_SIZE
+    for f in files:
+        try:
+            lines = Path(f).read_text().splitlines()
+        except OSError:
+            continue
+        for n, line in enumerate(lines, 1):
+            fields = line.split(":")
+            try:
+                lo, size = (int(fields[2]), 1) if Path(f).name in ("passwd", "group") else \
+                    (int(fields[1]), int(fields[2]))
+            except (IndexError, ValueError):
+                continue
+            if lo < top and lo + size > USERNS_BASE:
+                return f"{f}:{n}: {fields[0]} overlaps host uids {USERNS_BASE}-{top - 1}"
+    return ""
 
 
 def secrets() -> list[str]:

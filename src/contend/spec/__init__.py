@@ -31,6 +31,9 @@ class StudyKind(Strict):
     # a trial that fails (a runtime error, a load generator that dies, a probe that cannot attach, an OOM kill)
     # is run again up to this many times before it is recorded as failed
     retries: int = Field(default=1, ge=0, le=10)
+    # runc runs each container in a user namespace of its own, its root an unprivileged host uid
+    # (docs/security.md); false: as host root, for a load that needs it
+    userns: bool = True
 
     def quick_with(self, **update):
         """The --quick variant: `update` (the kind's quick section) replaces the study's, the name says so."""

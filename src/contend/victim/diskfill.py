@@ -129,7 +129,8 @@ class FillTrial:
         spec = self.spec
         lim = Limits(cpu=spec.limits.cpus, memory=spec.limits.memory_bytes)
         samples: list = []
-        t = Tenants(self.rec.runtime, {name: lim for name in [*self.attackers, self.victim]}, device=device_of(DATA))
+        t = Tenants(self.rec.runtime, {name: lim for name in [*self.attackers, self.victim]}, device=device_of(DATA),
+                    userns=spec.userns)
         try:
             with t:
                 t.run(self.victim, victim_prepare(spec.victim.file), what="fio (laying out the victim's files)")

@@ -141,7 +141,8 @@ class OltpTrial:
         spec, ld = self.spec, self.spec.load
         samples: list = []
         reset_host("disk")
-        t = Tenants(self.rec.runtime, {VICTIM: self.limits, DISRUPTOR: self.limits}, caps={VICTIM: self.db.caps})
+        t = Tenants(self.rec.runtime, {VICTIM: self.limits, DISRUPTOR: self.limits}, caps={VICTIM: self.db.caps},
+                    userns=spec.userns)
         try:
             with t:
                 try:

@@ -23,10 +23,12 @@ class Tenants:
     clock. On leaving, the containers and their data directories (attack files included) are removed."""
 
     def __init__(self, runtime: str, limits: dict[str, Limits], host: CgroupHost | None = None,
-                 device: str | None = None, period: float = 0.1, caps: dict[str, tuple[str, ...]] | None = None):
+                 device: str | None = None, period: float = 0.1, caps: dict[str, tuple[str, ...]] | None = None,
+                 userns: bool = True):
         self.rt = runtimes.get(runtime, host)
         self.limits = limits
         self.caps = caps or {}  # capabilities a tenant's load needs beyond the defaults (runtimes/security.py)
+        self.userns = userns
         self.uid = uuid.uuid4().hex[:6]
         self.c: dict[str, Container] = {}
         self.data: dict[str, Path] = {t: owned.data_dir(self.uid, t) for t in limits}
@@ -41,7 +43,7 @@ class Tenants:
                 self.data[tenant].mkdir(parents=True, exist_ok=True)
                 self.c[tenant] = self.rt.create(ContainerSpec(
                     f"{self.uid}-{tenant}", lim, self.data[tenant],
-                    caps=tuple(dict.fromkeys((*DEFAULT_CAPS, *self.caps.get(tenant, ()))))))
+                    caps=tuple(dict.fromkeys((*DEFAULT_CAPS, *self.caps.get(tenant, ())))), userns=self.userns))
         except BaseException:
             self.__exit__()
             raise
