@@ -7,13 +7,18 @@ export UV_LINK_MODE := copy
 VENV := .venv
 UV := $(VENV)-uv/bin/uv
 
-.PHONY: demo test test-faults test-cgroup2 check-image setup system venv runtimes clean-host
+.PHONY: demo test test-faults test-cgroup2 lint check-image setup system venv runtimes clean-host
 
 demo: setup
 	$(VENV)/bin/contend run presets/quick.yaml
 
 test: setup
 	$(VENV)/bin/pytest -q -m "not faults" $(PYTEST_ARGS)
+
+# ruff (pyproject.toml's rule set: pyflakes, pycodestyle, import order, complexity, bugbear); the import graph's
+# own checks (no circles, no upward imports) are tests/test_layout.py, part of make test
+lint: venv
+	$(VENV)/bin/ruff check src tests bench deploy scripts
 
 # a study interrupted at 23 points by SIGINT, SIGTERM and SIGKILL, then resumed (tests/test_faults.py)
 test-faults: setup

@@ -18,11 +18,10 @@ import os
 import threading
 import uuid
 
-from throttle_victim import fio, result
-
 from contend.cgroups import IoLimit, Limits, detect
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
+from throttle_victim import fio, result
 
 
 def rewrite(g, dev: str, cap: int, every_s: float, stop: threading.Event) -> None:

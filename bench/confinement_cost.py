@@ -22,9 +22,8 @@ import statistics
 import sys
 from unittest import mock
 
-from contend.runtimes import oci
-
 from benchkit import bogo_rate, fio_iops, runc_container
+from contend.runtimes import oci
 
 SETTINGS = ("default", "no-seccomp", "no-userns")
 
@@ -36,7 +35,8 @@ def psync_iops(rt, c, seconds: float) -> float:
 LOADS = {
     "syscalls: stress-ng get (bogo ops/s)": lambda rt, c, s: bogo_rate(rt, c, ["--get", "1"], s),
     "fio 4k randread psync qd1 (IOPS)": psync_iops,
-    "cpu: matrixprod, 1 CPU (bogo ops/s)": lambda rt, c, s: bogo_rate(rt, c, ["--cpu", "1", "--cpu-method", "matrixprod"], s),
+    "cpu: matrixprod, 1 CPU (bogo ops/s)":
+        lambda rt, c, s: bogo_rate(rt, c, ["--cpu", "1", "--cpu-method", "matrixprod"], s),
 }
 
 

@@ -31,7 +31,8 @@ def main() -> None:
         a.stop()
     rates = np.array([r.work / args.interval for r in a.reports[1:]])  # the first interval holds the start
     print("matrix products/s per interval:", " ".join(f"{x:.0f}" for x in rates))
-    print(f"{len(rates)} intervals of {args.interval:g} s: mean {rates.mean():.0f}/s, CV {rates.std() / rates.mean():.1%}, "
+    print(f"{len(rates)} intervals of {args.interval:g} s: mean {rates.mean():.0f}/s, "
+          f"CV {rates.std() / rates.mean():.1%}, "
           f"max/min {rates.max() / rates.min():.2f}")
 
 

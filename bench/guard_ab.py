@@ -18,8 +18,8 @@ import numpy as np
 
 from contend.doctor import ensure_capacity
 from contend.guard.evaluation import run_protection_trial
+from contend.kinds import load
 from contend.report.protection import load_run, run_metrics
-from contend.spec import load
 from contend.store import Store
 
 FIGURES = (("host", "isol_mean"), ("host", "isol_p05"), ("guest", "lat_p99_imp"), ("host", "neighbour_mb_s"))

@@ -22,7 +22,7 @@ import uuid
 
 from contend import runtimes
 from contend.cgroups import Limits
-from contend.runtimes import ContainerSpec, RuntimeError_
+from contend.runtimes import ContainerSpec, RuntimeFailed
 from contend.runtimes.engine import docker_session
 
 
@@ -45,7 +45,7 @@ def latencies(rt: runtimes.Runtime, samples: int) -> tuple[list[float], list[flo
         start.append(time.perf_counter() - t0)
         try:
             if rt.run(c, ["/usr/bin/true"]).returncode != 0:
-                raise RuntimeError_(f"{rt.name}: true failed inside")
+                raise RuntimeFailed(f"{rt.name}: true failed inside")
         finally:
             rt.delete(c)
         whole.append(time.perf_counter() - t0)
@@ -72,7 +72,7 @@ def parallel_start(rt: runtimes.Runtime, n: int) -> float:
     def one():
         try:
             made.append(rt.create(spec()))
-        except RuntimeError_ as e:
+        except RuntimeFailed as e:
             errors.append(str(e))
     threads = [threading.Thread(target=one) for _ in range(n)]
     t0 = time.perf_counter()
@@ -84,7 +84,7 @@ def parallel_start(rt: runtimes.Runtime, n: int) -> float:
     for c in made:
         rt.delete(c)
     if errors:
-        raise RuntimeError_(f"{len(errors)} of {n} failed: {errors[0]}")
+        raise RuntimeFailed(f"{len(errors)} of {n} failed: {errors[0]}")
     return took
 
 
@@ -107,7 +107,7 @@ def main() -> None:
                                  "whole_ms": 1e3 * statistics.median(whole),
                                  "idle_mib": idle_memory(rt, a.idle) / 2 ** 20,
                                  "parallel_s": parallel_start(rt, a.parallel)}
-            except (RuntimeError_, OSError) as e:
+            except (RuntimeFailed, OSError) as e:
                 print(f"{name}: {e}")
         if not engine:
             print("docker: no engine (dockerd not installed or did not start): no ratios")

@@ -14,9 +14,8 @@ import argparse
 import resource
 import time
 
-from contend.probes import BpftraceProbes, CgroupSampler, Target
-
 from benchkit import runc_container
+from contend.probes import BpftraceProbes, CgroupSampler, Target
 
 
 def read_cost(read, calls: int) -> float:

@@ -15,9 +15,8 @@ import os
 import statistics
 from functools import partial
 
-from contend.probes import BpftraceProbes, CgroupSampler, Target
-
 from benchkit import bogo_rate, fio_iops, runc_container
+from contend.probes import BpftraceProbes, CgroupSampler, Target
 
 SETTINGS = ("none", "all")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from contend.spec import load
+from contend.kinds import load
 from contend.store import Store
 
 METRICS = ("I_plr", "I_intFree", "S_I")
@@ -126,7 +126,7 @@ def main() -> None:
     if args.src:
         raise SystemExit(report(args.src, args.reanalyze))
     from contend.interrupts import INTERRUPTED
-    from contend.study import Study
+    from contend.runner.study import IsolationStudy as Study
     spec = load(args.spec)
     if args.runtimes:  # validated again, as a spec file naming them would be
         spec = type(spec).model_validate({**spec.model_dump(), "runtimes": args.runtimes.split(",")})

@@ -52,7 +52,8 @@ def main() -> None:
         for rnd in range(1, a.rounds + 1):
             v = result(fio("victim", a.seconds, victim))
             alone_v, spare = v["bw_bytes"], None
-            print(f"round {rnd}: victim alone {alone_v / 1e9:.2f} GB/s, mean latency {v['clat_ns']['mean'] / 1e6:.2f} ms")
+            print(f"round {rnd}: victim alone {alone_v / 1e9:.2f} GB/s, "
+                  f"mean latency {v['clat_ns']['mean'] / 1e6:.2f} ms")
             for cap in caps:
                 g.clear_io_limits(dev)
                 if cap:

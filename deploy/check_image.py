@@ -27,8 +27,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from contend import __version__  # noqa: E402
-from contend.runtimes.engine import docker_session  # noqa: E402
+from contend import __version__
+from contend.runtimes.engine import docker_session
 
 IMAGE = f"contend:{__version__}"
 BASE = "debian:bookworm-slim"
@@ -141,7 +141,7 @@ def main() -> int:
             node = work / f"pod{i}"
             (node / "results").mkdir(parents=True)
             mounts = {"spec": spec_dir, "results": node / "results"}
-            sub = lambda s: s.replace("{{inputs.parameters.trial-id}}", item["id"])  # noqa: E731
+            sub = lambda s: s.replace("{{inputs.parameters.trial-id}}", item["id"])
             for c in [*trial.get("initContainers", []), trial["container"]]:
                 t0 = time.monotonic()
                 p = sh("docker", "run", "--rm", *hostpid, *container_args(c, volumes, mounts, node), c["image"],

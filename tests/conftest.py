@@ -47,7 +47,8 @@ def run_that_made(code: str, then: str = "die", prefix: tuple[str, ...] = ()) ->
     prints `name`, then dies by SIGKILL (then="die": a killed contend) or sleeps (then="live", killed by the
     caller). Returns the process and the name it printed."""
     after = "os.kill(os.getpid(), signal.SIGKILL)" if then == "die" else "time.sleep(120)"
-    script = f"import os, signal, sys, time\nfrom contend import owned, runtimes\n{code}\nprint(name, flush=True)\n{after}\n"
+    script = (f"import os, signal, sys, time\nfrom contend import owned, runtimes\n{code}\n"
+              f"print(name, flush=True)\n{after}\n")
     p = subprocess.Popen([*prefix, sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
                          start_new_session=True)
     name = p.stdout.readline().strip()
@@ -74,8 +75,7 @@ def nothing_left_behind():
 
 def planned_trials(results) -> set[str]:
     """The trial ids the study of a results directory plans (contend trial list): a cluster runs exactly these."""
-    from contend.spec import load
-    from contend.study import study_for
+    from contend.kinds import load, study_for
     return {tid for tid, _ in study_for(load(results / "spec.yaml"), results, None).trials()}
 
 

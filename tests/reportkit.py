@@ -2,8 +2,9 @@
 
 An isolation study: runc harmony cpu keeps the abiding tenant at 0.5 whatever the disruptive load
 (perfectly isolated); runc escape cpu loses one for one past W_d = 0.5, so its change point (the last step
-before the curve leaves the baseline's band for good) is W_d = 0.5, W_a = 0.5, I_intFree ≈ 0 and I_plr = 0.5; runsc escape cpu failed; an OOM
-kill is recorded at t = 9 s of the escape trials; only escape's disruptive tenant passes its limit.
+before the curve leaves the baseline's band for good) is W_d = 0.5, W_a = 0.5, I_intFree ≈ 0 and I_plr = 0.5; runsc
+escape cpu failed; an OOM kill is recorded at t = 9 s of the escape trials; only escape's disruptive tenant passes
+its limit.
 """
 from __future__ import annotations
 

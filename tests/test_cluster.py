@@ -14,9 +14,9 @@ import yaml
 
 from contend.cluster import render
 from contend.cluster.validate import problem, validate_dir
-from contend.spec import digest, load, parse
+from contend.kinds import load, parse, study_for
+from contend.spec import digest
 from contend.store import Store
-from contend.study import study_for
 
 from .conftest import contend, needs_root, one_line_exit_2, require, runtime_or_skip, tiny_spec
 
@@ -115,7 +115,8 @@ def test_the_guard_daemonset_protects_every_pod_and_serves_metrics(tmp_path):
     assert c["ports"][0]["name"] == "metrics"
     assert "/sys/fs/cgroup" in {m["mountPath"] for m in c["volumeMounts"]} and "nodeSelector" not in pod
     (svc,) = docs(tmp_path, "guard-service.yaml")
-    assert svc["spec"]["ports"][0]["name"] == "metrics" and svc["spec"]["selector"] == ds["spec"]["selector"]["matchLabels"]
+    assert svc["spec"]["ports"][0]["name"] == "metrics"
+    assert svc["spec"]["selector"] == ds["spec"]["selector"]["matchLabels"]
     (cm,) = docs(tmp_path, "guard-configmap.yaml")
     from contend.guard.config import load as load_guard
     cfg = load_guard(None, yaml.safe_load(cm["data"]["guard.yaml"]))
@@ -267,7 +268,7 @@ def test_collect_merges_trials_into_the_results_a_local_study_gives(cluster_of_t
         assert sorted((t["trial_id"], t["status"]) for t in a.trials()) == \
             sorted((t["trial_id"], t["status"]) for t in b.trials())
     # the same metrics in every view (their values are measurements: the runs differ, so do they)
-    keys = lambda res: {(r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"])  # noqa: E731
+    keys = lambda res: {(r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"])
                         for r in csv.DictReader(open(res / "metrics.csv"))}
     assert keys(local) == keys(out) and len(keys(out)) > 20
     # nothing lost in the merge: each trial's metrics are those its pod computed from the same samples
@@ -278,7 +279,7 @@ def test_collect_merges_trials_into_the_results_a_local_study_gives(cluster_of_t
         with Store(d / "pods" / tid, read_only=True) as pod:
             mine = {(m["trial_id"], m["view"], m["metric"]): repr(m["value"]) for m in pod.trial_metric_rows()}
         assert mine and mine == {k: v for k, v in got.items() if k[0] == tid}
-    files = lambda res: {str(f.relative_to(res)) for f in res.rglob("*") if f.is_file()}  # noqa: E731
+    files = lambda res: {str(f.relative_to(res)) for f in res.rglob("*") if f.is_file()}
     assert files(local) == files(out) - {"nodes.json"}  # the same tables, figures and report
     assert json.loads((out / "nodes.json").read_text()).keys() == {"runc.harmony.cpu.r1", "runc.escape.cpu.r1"}
     assert (out / "spec.yaml").read_text() == (local / "spec.yaml").read_text()

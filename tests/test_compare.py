@@ -131,12 +131,12 @@ def metric_names_of_every_kind() -> set[str]:
     """What each kind's own pure producers write into metrics.csv, from synthetic inputs."""
     import numpy as np
 
+    from contend.load.fio import victim_figures
     from contend.metrics import Curve, trial_rows
-    from contend.metrics.degradation import DISKFILL_RULES, OLTP_RULES, Window, paired
     from contend.metrics.protection import guest_metrics, protection_metrics
     from contend.metrics.scaling import Run, scaling_metrics
+    from contend.metrics.victim import DISKFILL_RULES, OLTP_RULES, Window, paired
     from contend.parallel.benchmarks import BENCHMARKS
-    from contend.load.fio import victim_figures
 
     x = np.linspace(0, 1, 5)
     views = [Curve(v, x, x, 0.5 - 0.2 * x, np.arange(10.0), np.full(10, 0.4)) for v in ("host", "ebpf", "guest")]
@@ -181,8 +181,8 @@ def test_each_metric_is_judged_in_its_own_direction(metric, a, b, verdict):
 
 
 def test_the_parallel_suites_ratios_follow_their_benchmarks_headline():
-    a = [row("normalized", 1.0, 0.99, 1.01, resource="sysbench-cpu"), row("normalized", 1.0, 0.99, 1.01, resource="linpack")]
-    b = [row("normalized", 1.5, 1.49, 1.51, resource="sysbench-cpu"), row("normalized", 1.5, 1.49, 1.51, resource="linpack")]
+    a = [row("normalized", 1.0, 0.99, 1.01, resource=r) for r in ("sysbench-cpu", "linpack")]
+    b = [row("normalized", 1.5, 1.49, 1.51, resource=r) for r in ("sysbench-cpu", "linpack")]
     # sysbench-cpu's headline is seconds (lower is better), linpack's MFLOPS (higher)
     assert verdicts(a, b, headlines={"sysbench-cpu": -1, "linpack": 1}) == ["worse", "better"]
     assert verdicts(a, b) == ["unknown", "unknown"]  # no headline known: never judged

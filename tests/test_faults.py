@@ -231,9 +231,9 @@ def test_an_interrupt_python_swallowed_still_stops_the_study(tmp_path):
     handler's note in INTERRUPTED stops the study before its next trial, and its retry, all the same."""
     from rich.console import Console
 
-    from contend.spec import load
     from contend.interrupts import INTERRUPTED
-    from contend.study import Study
+    from contend.kinds import load
+    from contend.runner.study import IsolationStudy as Study
     study = Study(load(tiny_spec(tmp_path / "s.yaml")), tmp_path / "res", Console(quiet=True))
     ran = []
     INTERRUPTED.set()

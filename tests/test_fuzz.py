@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
-
 from fuzz.specs import check_document, documents
+from hypothesis import HealthCheck, given, settings
 
 PRESETS = Path(__file__).parent.parent / "presets"
 

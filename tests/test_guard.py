@@ -208,8 +208,8 @@ def test_a_cgroup_glob_names_every_match_as_they_come_and_go(cg):
 def test_docker_container_by_name_is_a_target(docker_engine):
     from .conftest import runtime_or_skip
     rt = runtime_or_skip("docker")
-    from contend.runtimes import ContainerSpec
     from contend.guard.targets import resolve
+    from contend.runtimes import ContainerSpec
     c = rt.create(ContainerSpec(f"guard-{uuid.uuid4().hex[:6]}"))
     try:
         (r,) = resolve(detect(), f"docker:{c.name}")
@@ -276,7 +276,9 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     p = contend("run", str(spec), "--out", str(out))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     import csv
+
     from contend.store import Store
+
     from .conftest import planned_trials
     with Store(out, read_only=True) as store:
         assert {t["trial_id"] for t in store.trials()} == planned_trials(out) == {

@@ -6,8 +6,17 @@ import math
 import numpy as np
 import pytest
 
-from contend.guard.policy import (AridacPolicy, ContendPolicy, NoPolicy, PolicyInput, StaticPolicy, TargetView,
-                                  default_period_ms, make, waterfill)
+from contend.guard.policy import (
+    AridacPolicy,
+    ContendPolicy,
+    NoPolicy,
+    PolicyInput,
+    StaticPolicy,
+    TargetView,
+    default_period_ms,
+    make,
+    waterfill,
+)
 
 C = 1000.0  # capacity, bytes/s: the paper's 1 MB/s in kB/s
 
@@ -72,7 +81,7 @@ def test_aridac_queue_samples_as_the_authors_code():
     """stats.py: a zero repeats the last share, a share above 1 is dropped, a first zero too; N kept."""
     pol = AridacPolicy(n=3)
     q = {"a": [0.1, 0.2]}
-    step = lambda u, q: pol.queues(PolicyInput([TargetView("a", np.array([u]))], C, 1.0,  # noqa: E731
+    step = lambda u, q: pol.queues(PolicyInput([TargetView("a", np.array([u]))], C, 1.0,
                                                state={"queues": q}))
     assert step(0.0, q)["a"] == [0.1, 0.2, 0.2]
     assert step(1500.0, q)["a"] == [0.1, 0.2]  # 1.5 × the capacity: not a share, dropped
@@ -190,7 +199,7 @@ def test_contend_probes_a_disk_that_slowed_down_instead_of_squeezing_the_victim(
 
 
 def test_contend_hands_a_wanting_victim_its_fair_share_back():
-    demand = lambda k: {"victim": 200.0 if k < 40 else 800.0, "burst": 2000.0 if k >= 20 else 200.0}  # noqa: E731
+    demand = lambda k: {"victim": 200.0 if k < 40 else 800.0, "burst": 2000.0 if k >= 20 else 200.0}
     trace = run(ContendPolicy(), demand, 80)
     assert trace[-1][0]["victim"] >= 0.45 * C  # weights 1:1 → half
 

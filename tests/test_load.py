@@ -244,8 +244,8 @@ def test_the_disk_load_applies_its_rate_and_reports_latency(tenant):
 def test_an_iops_limit_caps_the_disk_load(tenant):
     require("fio")
     rt, make, data, agent = tenant
-    from contend.doctor.calibrate import device_of
     from contend.cgroups import IoLimit
+    from contend.doctor.calibrate import device_of
     c = make(Limits(io=(IoLimit(device_of(data), wiops=500),)))
     gen = DiskLoad(20_000, size="64M")
     guest = hold(disk_agent(rt, c, agent, gen), gen, gen.value(0.1), 2)  # asks 2,000, allowed 500
@@ -262,8 +262,8 @@ def test_a_disk_limit_is_iops_at_4k_and_bytes_at_larger_blocks():
 
 def test_the_disk_unit_is_the_calibration_at_the_spec_block_size():
     from contend.doctor.calibrate import write_iops_key
+    from contend.kinds import parse
     from contend.runner import generator_for, trial_capacity
-    from contend.spec import parse
     spec = parse("name: d\nruntimes: [runc]\nscenarios: [harmony]\nresources: [disk]\n"
                  "capacity: {disk_block: 1M}\n", "s.yaml")
     assert write_iops_key("4K") == "disk_write_iops" and write_iops_key("1m") == "disk_write_iops_1M"

@@ -4,9 +4,22 @@ import math
 import numpy as np
 import pytest
 
-from contend.metrics import (Samples, StepWindow, aggregate, curve_metrics, curves, degradation, escape_ratio,
-                             isolation_percentiles, mean_ci, per_second, reference_point, similarity, similarity_ci,
-                             trial_metrics)
+from contend.metrics import (
+    Samples,
+    StepWindow,
+    aggregate,
+    curve_metrics,
+    curves,
+    degradation,
+    escape_ratio,
+    isolation_percentiles,
+    mean_ci,
+    per_second,
+    reference_point,
+    similarity,
+    similarity_ci,
+    trial_metrics,
+)
 from contend.metrics.isolation import RefPoint, area, i_base, i_end, i_int_base, i_int_free, non_isolated_area
 
 X = np.linspace(0, 1, 101)

@@ -12,11 +12,22 @@ import sys
 import duckdb
 import pytest
 
+from contend.kinds import parse
 from contend.metrics.scaling import Run, jain, scaling_metrics
-from contend.parallel.benchmarks import (BENCHMARKS, BenchmarkError, build_tools, last_level_cache_mib,
-                                         parse_fio, parse_linpack, parse_noploop, parse_pidigits, parse_stream,
-                                         parse_sysbench_cpu, parse_sysbench_memory)
-from contend.spec import SpecError, parse
+from contend.parallel.benchmarks import (
+    BENCHMARKS,
+    BenchmarkError,
+    build_tools,
+    last_level_cache_mib,
+    parse_fio,
+    parse_linpack,
+    parse_noploop,
+    parse_pidigits,
+    parse_stream,
+    parse_sysbench_cpu,
+    parse_sysbench_memory,
+)
+from contend.spec import SpecError
 
 from .conftest import IS_ROOT, needs_root, planned_trials, require
 
@@ -271,7 +282,8 @@ def test_small_study_runs_concurrently_and_reports_every_cell(small_study):
     assert sorted(f.name for f in cell.iterdir()) == ["all.csv", "process-0.csv", "process-1.csv"]
     with open(cell / "all.csv") as f:
         lines = list(csv.DictReader(f))
-    assert len(lines) == 4 and {ln["process"] for ln in lines} == {"0", "1"} and all(float(ln["ghz"]) > 0 for ln in lines)
+    assert len(lines) == 4 and {ln["process"] for ln in lines} == {"0", "1"}
+    assert all(float(ln["ghz"]) > 0 for ln in lines)
     assert not (out / "copts" / "stream").exists()  # no run measured, no CSV
     tables = (out / "copts-tables.md").read_text()
     assert "noploop (cpu): ghz normalised to runc isolated" in tables and "| failed (1) |" in tables

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from contend.cgroups import Limits
+from contend.paths import DATA
 from contend.probes import BpftraceProbes, CgroupSampler, Target
 from contend.probes.ebpf import CATALOGUE, Probe, probe_types, tick
-from contend.paths import DATA
 from contend.runtimes import ContainerSpec
 
 from .conftest import needs_root, require, runtime_or_skip

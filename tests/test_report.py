@@ -14,15 +14,15 @@ import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.image import imread
 
+from contend.kinds import refresh
 from contend.metrics import Samples
-from contend.report import analyze, failures, refresh
+from contend.report import analyze, failures
 from contend.report.analyze import trial_curves
 from contend.report.figures import heatmap_figure, isolation_figure, timeline_figure
 from contend.report.protection import Run, alert_spans, run_timeline_figure, workload_figure
 from contend.report.table import TABLE4, table4
-from contend.store import Store
-
 from contend.spec import Metrics
+from contend.store import Store
 
 from .reportkit import CHANGE_POINT, LEVELS, OOM_T, isolation_results
 
@@ -211,7 +211,7 @@ def test_report_html_in_headless_chromium_loads_every_figure_without_console_err
 
 def test_cells_on_fewer_repetitions_are_said_with_the_reasons():
     from contend.report import fewer_repetitions
-    t = lambda rep, status, reason="", rt="runc", res="cpu": {  # noqa: E731
+    t = lambda rep, status, reason="", rt="runc", res="cpu": {
         "runtime": rt, "scenario": "harmony", "resource": res, "repetition": rep, "status": status, "reason": reason}
     trials = [t(1, "ok"), t(2, "failed", "stress-ng exited 137"), t(3, "ok"),  # 2 of 3
               t(1, "failed", "x", res="disk"), t(2, "failed", "y", res="disk"),  # none: n/a in the table instead

@@ -108,7 +108,8 @@ def test_a_containers_root_is_not_the_hosts_root(rt, userns):
         secret.write_text("host root's only\n")
         secret.chmod(0o600)
         c = rt.create(ContainerSpec(f"test-{rt.name}-{uuid.uuid4().hex[:6]}", data_dir=data, userns=userns))
-        p = rt.run(c, ["sh", "-c", "cat /proc/self/uid_map; id -u; echo mine > /data/mine; cat /data/secret 2>&1; true"])
+        p = rt.run(c, ["sh", "-c",
+                       "cat /proc/self/uid_map; id -u; echo mine > /data/mine; cat /data/secret 2>&1; true"])
         assert p.returncode == 0, p.stderr
         out = p.stdout
         assert out.split()[3] == "0", out  # root inside either way

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from contend.store import DB, Store
-
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
+from contend.store import DB, Store
 
 from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require, run_that_made, runtime_or_skip
 from .guardkit import kill_guard_with_caps
@@ -444,7 +443,7 @@ def test_an_engine_image_or_container_contend_did_not_make_is_left_alone(docker_
                        check=True, capture_output=True)
         dry = contend("clean", "--dry-run").stdout
         assert foreign not in dry and "docker image" not in dry, dry
-        with pytest.raises(runtimes.RuntimeError_, match="exists that contend did not import"):
+        with pytest.raises(runtimes.RuntimeFailed, match="exists that contend did not import"):
             rt.create(runtimes.ContainerSpec("sectest-engine"))
         assert contend("clean").returncode == 0
         assert subprocess.run(["docker", "inspect", foreign], capture_output=True).returncode == 0

@@ -40,7 +40,7 @@ def test_rewriting_a_trial_replaces_it(tmp_path):
 
 def test_a_failed_write_leaves_no_half_trial(tmp_path):
     with Store(tmp_path) as s:
-        with pytest.raises(Exception):
+        with pytest.raises(ValueError):  # the sample's value is not a number
             s.add_trial(record(), [], [(0.0, "a", "cgroup", "cpu", "not a number")], [])
         assert s.trials() == [] and len(s.samples("runc.harmony.cpu.r1").t) == 0
 

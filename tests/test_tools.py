@@ -61,7 +61,8 @@ def test_cpu_calibration_from_a_read_only_working_directory(read_only_dir):
     """stress-ng writes temporary files to its cwd unless told: from a read-only checkout it exited 1 and a
     CalledProcessError escaped (issue 25). Now it runs in contend's own directory."""
     require("stress-ng")
-    code = "from contend.doctor.calibrate import cpu_capacity; c = cpu_capacity(1.0); print(c['cpu_bogo_ops_s_per_cpu'])"
+    code = ("from contend.doctor.calibrate import cpu_capacity; c = cpu_capacity(1.0); "
+            "print(c['cpu_bogo_ops_s_per_cpu'])")
     p = subprocess.run([sys.executable, "-c", code], cwd=read_only_dir, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     assert float(p.stdout.split()[-1]) > 0
@@ -92,12 +93,14 @@ def test_a_study_whose_calibration_fails_says_so_in_one_line_and_writes_no_table
     p = contend("run", str(spec), "--out", str(out), env=env, cwd=read_only_dir, timeout=300)
     assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
     assert "Traceback" not in p.stderr + p.stdout
-    assert p.stderr.strip().splitlines()[-1] == "contend: CPU calibration: stress-ng exited 3: stress-ng: injected failure"
+    last = p.stderr.strip().splitlines()[-1]
+    assert last == "contend: CPU calibration: stress-ng exited 3: stress-ng: injected failure"
     assert "no trial finished" in p.stdout
     assert (out / "spec.yaml").exists() and (out / "host.json").exists()
     assert not list(out.glob("table4-*")) and not (out / "report.html").exists() and not (out / "metrics.csv").exists()
     p = contend("report", str(out))
-    assert p.returncode == 1 and p.stderr.strip() == f"contend: {out}: no trial finished in this study: nothing to report"
+    assert p.returncode == 1
+    assert p.stderr.strip() == f"contend: {out}: no trial finished in this study: nothing to report"
 
 
 @needs_root

@@ -16,11 +16,12 @@ import duckdb
 import pytest
 
 from contend.cgroups import Limits, detect
+from contend.kinds import parse
 from contend.load.database import DATABASES, DatabaseError, parse_pgbench, parse_sysbench
 from contend.load.fio import iops_log, victim_argv, victim_figures
-from contend.metrics.degradation import DISKFILL_RULES, OLTP_RULES, Window, converged, paired
+from contend.metrics.victim import DISKFILL_RULES, OLTP_RULES, Window, converged, paired
 from contend.probes.device import device_rates
-from contend.spec import SpecError, parse
+from contend.spec import SpecError
 from contend.victim.diskfill import attack_sizes, space_problem
 from contend.victim.oltp import bomb
 
@@ -116,8 +117,9 @@ def test_d_of_a_database_follows_pdp_eq1():
 
 def test_windows_reduce_a_trials_samples_to_guest_and_host_figures():
     import numpy as np
+
     from contend.metrics import Samples, StepWindow
-    from contend.metrics.degradation import measured_windows
+    from contend.metrics.victim import measured_windows
     rows = [  # (t, tenant, source, quantity, value)
         (1.0, "d", "guest", "read_iops", 900.0), (0.5, "d", "guest", "read_iops_t", 1000.0),
         (1.5, "d", "guest", "read_iops_t", 40.0),  # the worst 500 ms
@@ -148,6 +150,7 @@ def test_the_repetition_rule_wants_the_interval_within_the_share_of_the_mean():
 
 def test_oltp_cell_settles_only_when_every_tps_converged(tmp_path):
     from rich.console import Console
+
     from contend.victim.oltp import OltpVictim
     study = OltpVictim(parse(OLTP), tmp_path, Console())
     study.seen = {("runc", "mariadb"): [{("base", "t"): 100.0, ("cpu-bomb", "t"): 50.0},
@@ -200,7 +203,7 @@ def test_bombs():
 @pytest.mark.parametrize("db", ["postgresql", "mariadb"])
 def test_database_starts_serves_and_stops_inside_a_container(runtime, db):
     from contend.spec.victim import OltpScale
-    from contend.victim.tenants import Tenants
+    from contend.tenants import Tenants
     runtime_or_skip(runtime)
     server = DATABASES[db](OltpScale(pgbench_scale=1, sysbench_tables=1, sysbench_table_size=1000))
     with Tenants(runtime, {"victim": Limits(cpu=1, memory=GiB)}, caps={"victim": server.caps}) as t:
@@ -278,7 +281,8 @@ def test_diskfill_measures_the_victim_before_and_during_the_attack(fill_study):
     if detect().mode == "v2":
         assert charged > 50, f"{charged:.0f} % of the disk's writes charged to the attackers on cgroup v2"
     else:
-        assert charged < 10, f"{charged:.0f} % of the disk's writes charged to the attackers without cgroup v2's writeback"
+        assert charged < 10, \
+            f"{charged:.0f} % of the disk's writes charged to the attackers without cgroup v2's writeback"
     tables = (out / "victim-tables.md").read_text()
     assert "## baseline" in tables and "## fits-memory" in tables and "| runc |" in tables
     assert (out / "figures" / "diskfill-bars.png").stat().st_size > 0

@@ -55,7 +55,8 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the facts a
                                                     "(default /var/lib/contend/data).")):
     """What this host offers: runtimes (and whether they really run a container), cgroups, eBPF probes,
     load generators, disks, measured capacity."""
-    from .doctor import calibrate as do_calibrate, facts
+    from .doctor import calibrate as do_calibrate
+    from .doctor import facts
     from .doctor.calibrate import CAPACITY_FILE
     from .paths import DATA
     if calibrate:
@@ -212,7 +213,8 @@ def _hold_host(directory: Path) -> None:
 def _resumed(directory: Path, spec_path: Optional[Path], quick: bool, repetitions: Optional[int],
              out: Optional[Path]):
     """The study of a results directory to continue, and the trials it finished (exit 2 when it cannot be)."""
-    from .spec import SpecError, first_change, load
+    from .kinds import load
+    from .spec import SpecError, first_change
     from .store import DB, Store
     if out is not None and out != directory:
         fail(f"--out {out}: a resumed study stays in its directory ({directory})")
@@ -232,7 +234,7 @@ def _resumed(directory: Path, spec_path: Optional[Path], quick: bool, repetition
         if change:
             fail(f"{spec_path}: not the study in {directory}: {change} (a resumed study must be the same; "
                  "start a new one with another --out)")
-    from .study import study_for
+    from .kinds import study_for
     _fanned_out(study_for(spec, directory, console), directory, "cannot be resumed")
     try:
         with Store(directory, read_only=True) as store:
@@ -244,8 +246,8 @@ def _resumed(directory: Path, spec_path: Optional[Path], quick: bool, repetition
 
 def _say_plan(spec, directory: Path, done: frozenset) -> None:
     """--dry-run: the spec checked as a run checks it (the host's preflight too), the plan said."""
+    from .kinds import study_for
     from .spec import SpecError
-    from .study import study_for
     study = study_for(spec, directory, console)
     try:
         study.preflight()
@@ -262,7 +264,8 @@ def _say_plan(spec, directory: Path, done: frozenset) -> None:
 
 def _load_spec(path: Path, quick: bool, repetitions: Optional[int]):
     """The spec as the study will run it (exit 2 with one line when it is not valid)."""
-    from .spec import SpecError, load
+    from .kinds import load
+    from .spec import SpecError
     try:
         spec = load(path)
     except SpecError as e:
@@ -285,8 +288,8 @@ def _load_spec(path: Path, quick: bool, repetitions: Optional[int]):
 
 def _study(spec, directory: Path, resuming: bool = False):
     """The study of a spec's kind, writing to an empty results directory, checked against this host."""
+    from .kinds import study_for
     from .spec import SpecError
-    from .study import study_for
     if not resuming and directory.exists() and any(directory.iterdir()):
         fail(f"{directory}: results directory exists and is not empty (choose another --out)")
     made = directory.absolute()  # checked, not made: nothing is written before the host lock is held
@@ -317,7 +320,7 @@ def trial_list(spec_path: Path = typer.Argument(..., metavar="SPEC", help="Exper
                repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", min=1, help=REPS_HELP)):
     """Every trial of SPEC's plan: its id and runtime, one per line (tab-separated), in the order contend run
     takes them."""
-    from .study import study_for
+    from .kinds import study_for
     spec = _load_spec(spec_path, quick, repetitions)
     for tid, rt in study_for(spec, Path("."), console).trials():
         print(f"{tid}\t{rt}")
@@ -359,7 +362,7 @@ def _fanned_out(study, where: Path, doing: str = "does not run trial by trial"):
 @app.command()
 def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results directory of contend run.")):
     """Rebuild metrics.csv, figures/ and report.html from the store alone (no experiment re-run)."""
-    from . import report as rep
+    from .kinds import refresh
     from .store import DB, Store
     if not (directory / DB).is_file():
         fail(f"{directory}: no {DB} (not a contend results directory)")
@@ -370,7 +373,7 @@ def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results 
     with store:
         if not store.trials():
             fail(f"{directory}: no trial finished in this study: nothing to report", 1)
-        written = rep.refresh(directory, store, title=str(directory))
+        written = refresh(directory, store, title=str(directory))
     console.print(written.table)
     console.print(f"report: {written.path}")
 
@@ -527,7 +530,7 @@ def cluster_render(spec_path: Path = typer.Argument(..., metavar="SPEC", help="E
     labelled node (one at a time per node, never beside another trial, the node reset first) and collects
     them into one results directory. Written to OUT and checked against the pinned schemas."""
     from .cluster.render import HANDLERS, study_manifests
-    from .study import study_for
+    from .kinds import study_for
     spec = _load_spec(spec_path, quick, repetitions)
     study = _fanned_out(study_for(spec, out, console), spec_path)
     if not artifact_prefix.strip("/"):
@@ -629,20 +632,21 @@ def cluster_collect(sources: list[Path] = typer.Argument(..., metavar="SOURCE...
     results directory: the store with every trial, metrics.csv, tables and report.html, as contend run
     writes them. Says which planned trials are missing. Exit 0 all there and ok, 1 some missing or failed,
     2 sources that do not fit together (another study, a trial not in the plan)."""
-    from . import report as rep
     from .cluster.collect import CollectError, collect
+    from .kinds import refresh
     from .store import Store
     try:
         got = collect(sources, out)
     except CollectError as e:
         fail(str(e))
     with Store(out) as store:
-        written = rep.refresh(out, store, title=got.title)
+        written = refresh(out, store, title=got.title)
     console.print(written.table)
     for tid in got.duplicates:
         console.print(f"[yellow]{tid}[/yellow] was found more than once; one copy kept", highlight=False)
     for a in got.failed:
-        console.print(f"[red]failed[/red] {a.meta['trial_id']} on {a.meta.get('node', '?')}: {a.meta.get('reason', '')}",
+        console.print(f"[red]failed[/red] {a.meta['trial_id']} on {a.meta.get('node', '?')}: "
+                      f"{a.meta.get('reason', '')}",
                       highlight=False)
     if got.missing:
         console.print(f"[yellow]missing[/yellow] {len(got.missing)} of {len(got.planned)} trials: "

@@ -1,48 +1,50 @@
-"""A study: plan → run every trial → commit each to the store → metrics → table and report.
+"""A study: plan → run every item → commit each to the store → metrics → table and report.
 
-Orchestration only: trials are run by runner/, measured data kept by store/, metrics computed by
-report.analyze (over metrics/), so each piece stays testable on its own.
+The run loop only, the same for every kind (contend.kinds registers the kinds): a kind's trials are run by its
+own package, measured data kept by store/, its report written by report/, so each piece stays testable alone.
 """
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Callable
 
 from rich.console import Console
-from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from . import report as rep
-from .cgroups import detect
-from .doctor import ensure_capacity, facts
+from .doctor import facts
 from .faults import checkpoint
 from .interrupts import INTERRUPTED
-from .load import DiskLoad
-from .paths import DATA, STATE, free_space
-from .planner import TrialPlan, plan, trial_seconds
-from .runner import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
-from .spec import Spec, SpecError, dump, size_bytes
+from .paths import DATA, free_space
+from .report.page import Written, fewer_repetitions
+from .spec import SpecError, StudyKind, dump
 from .store import Store
+from .tenants import TrialResult
 from .tools import ToolFailed
 
 Advance = Callable[[float, str], None]  # a running item's progress: share done (0-1), what it does now
-SETUP_S = 5.0  # containers up and down, probes attaching, two agents started (runsc exec ~1 s each): per trial,
-# for the ETA (measured: the quick preset 16 s per 10 s trial, the Volpert quick pass 14.3 s)
 
 
 class Study:
-    def __init__(self, spec: Spec, directory: Path, console: Console):
+    """The run loop every kind of study shares: spec.yaml and host.json, each item of its plan run and committed
+    to the store as it ends (progress, ETA, retries, --resume, a trial alone), the report however it ends.
+    A kind subclasses it (plan, ident, runtime_of, preflight, execute) and registers it in contend.kinds."""
+
+    kind: str = ""  # the spec's `kind`, as the registry knows the kind
+    model: type[StudyKind] = StudyKind  # the spec's model
+    title = ""  # of the results table
+    unit = "trials"
+    # the kind's report: writes everything a results directory shows from its store (a pure function of it)
+    report: Callable[[Path, Store, str], Written]
+
+    def __init__(self, spec: StudyKind, directory: Path, console: Console):
         self.spec = spec
         self.dir = directory
         self.console = console
         self.rows: list[dict] = []
 
-    title = "isolation metrics"  # of the results table
-    unit = "trials"
     # Its trials are independent of each other, so each can run alone on any host (`contend trial run`,
     # a cluster's pods) and the results be merged (`contend cluster collect`). A kind whose trials depend
     # on earlier ones (the oltp victim's adaptive repetitions) says False.
@@ -52,7 +54,7 @@ class Study:
 
     def plan(self) -> list:
         """The items this study runs, in order; pure (no host needed)."""
-        return plan(self.spec)
+        raise NotImplementedError
 
     def ident(self, item) -> str:
         """An item's trial id, as the store will keep it."""
@@ -67,9 +69,6 @@ class Study:
 
     def preflight(self) -> None:
         """Refuse, with a SpecError (exit 2), a study this host cannot take; nothing is started yet."""
-        if "disk" in getattr(self.spec, "resources", ()):
-            need_space(len(TENANTS) * size_bytes(DiskLoad.FILE_SIZE) * 3 // 2,  # every tenant's fio file, and room
-                       f"disk trials write {len(TENANTS)} × {DiskLoad.FILE_SIZE} there")
 
     def run(self) -> int:
         """What every study does around its own runs (`execute`): spec.yaml, host.json, the store, and the
@@ -93,7 +92,7 @@ class Study:
             stopped = str(e)
         finally:
             try:
-                self.rows = finish(con, self.dir, store, f"{self.spec.name}: {self.title}")
+                self.rows = finish(con, self.dir, store, f"{self.spec.name}: {self.title}", type(self).report)
             except KeyboardInterrupt:  # every finished trial is in the store already: only the report is missing
                 interrupted = True
                 con.print(f"[yellow]interrupted[/yellow] while writing the report (contend report {self.dir} "
@@ -104,34 +103,8 @@ class Study:
         return outcome(con, self.dir, interrupted or INTERRUPTED.is_set(), self.failed, self.total, self.unit)
 
     def execute(self, store: Store, host_facts: dict) -> None:
-        """Every trial of the plan, each committed to the store as it ends."""
-        spec, con = self.spec, self.console
-        trials = self.plan()
-        per_trial = trial_seconds(spec) + SETUP_S
-        capacity = trial_capacity(ensure_capacity(spec.resources, say=lambda s: con.print(s, highlight=False),
-                                                  disk_block=spec.capacity.disk_block), spec)
-        runnable = {r["name"]: r for r in host_facts["runtimes"]}
-        host = detect()
-
-        def one(tp: TrialPlan, advance: Advance) -> TrialResult:
-            trial_facts = facts_of_trial(host_facts, runnable.get(tp.runtime))
-            why = not_run(tp, runnable)
-            if why:
-                return trial_without_data(tp, "n/a", why, capacity, trial_facts)
-
-            def on_step(step):
-                checkpoint("step")
-                t = spec.trial
-                elapsed = 0.0 if step.index == 0 else t.baseline_s + (step.index - 1) * t.step_s
-                advance(elapsed / per_trial, f"{step.phase} {step.index}/{t.steps}")
-            return run_trial(tp, spec, capacity, trial_facts, host, on_step)
-
-        # the ETA counts the trials that will run: cells not run and absent runtimes take no time
-        self.run_each(store, trials, [0.0 if not_run(tp, runnable) else per_trial for tp in trials],
-                      f"[bold]{spec.name}[/bold]: {len(trials)} trials ({', '.join(spec.runtimes)} × "
-                      f"{', '.join(s.name for s in spec.resolved_scenarios())} × {', '.join(spec.resources)} × "
-                      f"{spec.repetitions} rep)",
-                      lambda tp: f"{tp.runtime} {tp.scenario.name} {tp.resource} r{tp.repetition}", one)
+        """Every item of the plan, each committed to the store as it ends (run_each)."""
+        raise NotImplementedError
 
     def run_each(self, store: Store, items: list, cost: list[float], header: str,
                  describe: Callable[[object], str],
@@ -195,33 +168,19 @@ class Study:
         return result
 
 
-def study_for(spec, directory: Path, console: Console) -> Study:
-    """The study that runs a spec of its kind."""
-    if spec.kind == "guard":
-        from .guard.study import ProtectionStudy as kind
-    elif spec.kind == "parallel":
-        from .parallel.study import ParallelSuite as kind
-    elif spec.kind == "diskfill":
-        from .victim.diskfill import DiskFill as kind
-    elif spec.kind == "oltp":
-        from .victim.oltp import OltpVictim as kind
-    else:
-        kind = Study
-    return kind(spec, directory, console)
-
-
 def facts_of_trial(host_facts: dict, runtime: dict | None) -> dict:
     """The host facts a trial rested on, kept with it (resctl-bench's sysreqs, DESIGN §8)."""
     return {"kernel": host_facts["host"]["kernel"], "cgroups": host_facts["cgroups"], "runtime": runtime or {},
             "load_generators": host_facts["load_generators"]}
 
 
-def finish(con: Console, directory: Path, store: Store, title: str) -> list[dict]:
+def finish(con: Console, directory: Path, store: Store, title: str,
+           report: Callable[[Path, Store, str], Written]) -> list[dict]:
     """The end of every run, interrupted or not: the report from what the store holds, printed."""
     try:
         checkpoint("report")
         trials = store.trials()
-        written = rep.refresh(directory, store, title=title) if trials else None
+        written = report(directory, store, title) if trials else None
     finally:
         store.close()
     if written is None:  # an empty table would look like a result
@@ -229,7 +188,7 @@ def finish(con: Console, directory: Path, store: Store, title: str) -> list[dict
                   highlight=False)
         return []
     con.print(written.table)
-    for line in rep.fewer_repetitions(trials):
+    for line in fewer_repetitions(trials):
         con.print(f"[yellow]fewer repetitions[/yellow] {line}", highlight=False)
     con.print(f"metrics: {directory / 'metrics.csv'}\nreport:  {written.path}")
     return written.rows
@@ -253,12 +212,6 @@ def progress_bar(console: Console) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                     TextColumn("trial {task.fields[trial]}"), TimeElapsedColumn(), TextColumn("ETA"),
                     TimeRemainingColumn(), console=console)
-
-
-def not_run(tp: TrialPlan, runnable: dict) -> str:
-    """Why a planned trial is not run on this host ("" = it is run): a cell the study leaves out, or a
-    runtime that doctor found unable to run a container."""
-    return tp.not_run or unavailable(tp.runtime, runnable)
 
 
 def need_space(need: int, what: str) -> None:

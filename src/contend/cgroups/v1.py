@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import (Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_procs,
-                   write)
+from .base import Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_procs, write
 
 # the controllers contend needs, and those it only keeps tidy (so `clean` finds everything)
 NEEDED = ("cpu", "cpuacct", "memory", "blkio", "pids")

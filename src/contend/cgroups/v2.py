@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import (Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_pressure,
-                   read_procs, write)
+from .base import Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_pressure, read_procs, write
 
 WANTED = ("cpu", "memory", "io", "pids")
 

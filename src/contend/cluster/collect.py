@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from ..spec import SpecError, digest, dump, load
+from ..kinds import load, study_for
+from ..spec import SpecError, digest, dump
 from ..store import DB, Store
 
 TRIAL_JSON = "trial.json"
@@ -158,7 +159,6 @@ def collect(sources: list[Path], out: Path) -> Collected:
             raise CollectError(str(e)) from None
         if digest(spec) != first.meta["spec_digest"]:
             raise CollectError(f"{first.meta['source']}: its spec.yaml is not the spec its {TRIAL_JSON} names")
-        from ..study import study_for
         study = study_for(spec, out, None)
         if not study.fans_out:
             raise CollectError(f"{first.meta['source']}: kind {spec.kind} does not run trial by trial")
@@ -190,7 +190,8 @@ def _one_per_trial(arts: list[Artifact]) -> tuple[list[Artifact], list[str]]:
         if tid in best:
             dups.append(tid)
             old = best[tid]
-            if (a.meta["status"] == "ok", a.path.stat().st_mtime) < (old.meta["status"] == "ok", old.path.stat().st_mtime):
+            rank = (a.meta["status"] == "ok", a.path.stat().st_mtime)
+            if rank < (old.meta["status"] == "ok", old.path.stat().st_mtime):
                 continue
         best[tid] = a
     return list(best.values()), sorted(set(dups))

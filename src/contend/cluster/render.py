@@ -217,7 +217,8 @@ def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
         # metrics in, nothing out: the guard reads and writes files of its node only
         "guard-networkpolicy.yaml": [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
                                       "metadata": {"name": "contend-guard", "namespace": ns, "labels": labels},
-                                      "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "contend-guard"}},
+                                      "spec": {"podSelector": {"matchLabels": {
+                                          "app.kubernetes.io/name": "contend-guard"}},
                                                "policyTypes": ["Ingress", "Egress"],
                                                "ingress": [{"ports": [{"protocol": "TCP", "port": METRICS_PORT}]}],
                                                "egress": []}}],

@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import yaml
 
-from ..paths import DATA, HOME
 from ..load.fio import layout
+from ..paths import DATA, HOME
 from ..tools import ToolFailed, last_line, run_tool, workdir
 
 CAPACITY_FILE = HOME / "capacity.json"
@@ -116,8 +116,16 @@ def disk_capacity(directory: Path, seconds: int = 5, size: str = "512M", blocks:
             "disk_read_iops": r["read"]["iops"], **rw, "disk_write_bw_bytes_s": w["write"]["bw_bytes"]}
 
 
+def meminfo() -> dict[str, int]:
+    """/proc/meminfo in bytes."""
+    out = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        k, _, v = line.partition(":")
+        out[k] = int(v.split()[0]) * 1024
+    return out
+
+
 def memory_capacity() -> dict:
-    from .facts import meminfo
     m = meminfo()
     return {"memory_bytes": m.get("MemTotal", 0), "memory_available_bytes": m.get("MemAvailable", 0)}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import cgroups, runtimes
 from ..probes import probe_catalogue
 from ..probes.ebpf import probe_types
-from .calibrate import load_capacity
+from .calibrate import load_capacity, meminfo
 
 LOAD_GENERATORS = {"stress-ng": ["--version"], "fio": ["--version"], "iperf3": ["--version"],
                    "sysbench": ["--version"], "bpftrace": ["--version"], "pgbench": ["--version"],
@@ -45,14 +45,6 @@ def disks() -> list[dict]:
                     "scheduler": m.group(1) if m else sched or "none",
                     "schedulers": sched.replace("[", "").replace("]", "").split(),
                     "size_bytes": size})
-    return out
-
-
-def meminfo() -> dict[str, int]:
-    out = {}
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        k, _, v = line.partition(":")
-        out[k] = int(v.split()[0]) * 1024
     return out
 
 

@@ -99,3 +99,15 @@ def load(path: Path | None, overrides: dict, source_flags: str = "command line")
         return GuardConfig.model_validate(doc)
     except ValidationError as e:
         raise SpecError(format_error(source, e)) from None
+
+
+def default_disks(say=print) -> dict[str, float]:
+    """The calibrated experiment disk and its bandwidth (calibrated now if it never was)."""
+    from ..doctor import ensure_capacity
+    from ..doctor.calibrate import CAPACITY_FILE
+    cap = ensure_capacity(["disk"], say=say)
+    try:
+        return {cap["disk_device"]: check_capacity(cap["disk_write_bw_bytes_s"])}
+    except ValueError as e:
+        raise SpecError(f"{CAPACITY_FILE}: disk_write_bw_bytes_s: {e} (contend doctor --calibrate measures it "
+                        f"again; --capacity MAJ:MIN=RATE sets it)") from None

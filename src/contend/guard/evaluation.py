@@ -13,20 +13,18 @@ import signal
 import subprocess
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
 
-from .. import owned, runtimes
-from ..cgroups import CgroupHost, detect
+from ..cgroups import CgroupHost, Limits, detect
 from ..load.fio import layout
-from ..metrics import StepWindow
-from ..probes import CgroupSampler, Sample, Target
-from ..runner import TrialResult, reset_host
-from ..runtimes import ContainerSpec, RuntimeError_, last_line, signals_deferred
+from ..measured import StepWindow
+from ..probes import Sample
+from ..runtimes import Container, RuntimeFailed, last_line, signals_deferred
 from ..spec import GuardStudy, Workload
 from ..store import TrialRecord
+from ..tenants import Tenants, TrialResult, reset_host, stop
 from .config import GuardConfig
 from .daemon import Guard
 
@@ -101,7 +99,7 @@ def phases(report: Path) -> dict[str, float]:
     return {j["jobname"]: j.get("job_runtime", 0) / 1000 for j in jobs}
 
 
-def interrupt_fio(c: runtimes.Container) -> None:
+def interrupt_fio(c: Container) -> None:
     """SIGINT to the fio processes in a container: fio ends its jobs and writes its report and logs."""
     for pid in c.cgroup.procs():
         try:
@@ -116,120 +114,130 @@ def run_id(workload: str, policy: str, rep: int) -> str:
     return f"{workload}.{policy}.r{rep}"
 
 
+class GuardUnderTest:
+    """The guard being evaluated, on a thread of its own from start(); whatever happens, stopped with its caps
+    removed and its log closed, before the containers go."""
+
+    def __init__(self, cfg: GuardConfig, capacities: dict[str, float], host: CgroupHost, log: Path, clock0: float):
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.guard = Guard(cfg, capacities, host, log=open(log, "w"), record=True, clock0=clock0)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "GuardUnderTest":
+        return self
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.guard.run, args=(self._stop,), name="guard", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __exit__(self, *exc) -> None:
+        with signals_deferred():
+            self.stop()
+            self.guard.close()  # caps off (a no-op if the thread did it)
+            if self.guard.log_stream is not None:
+                self.guard.log_stream.close()
+
+
 def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, capacity: dict, facts: dict,
                          log: Path, host: CgroupHost | None = None) -> TrialResult:
     """One run; the guard's JSON-lines log goes to `log`."""
     host = host or detect()
-    rt = runtimes.get(study.runtime, host)
     C = float(capacity["disk_write_bw_bytes_s"])
-    dev = capacity["disk_device"]
-    uid = uuid.uuid4().hex[:8]
-    trial_id = run_id(w.name, policy, rep)
     now = time.time()
-    result = TrialResult(TrialRecord(trial_id, rt.name, f"{w.name}/{policy}", "disk", rep, "failed", "", now, now,
+    result = TrialResult(TrialRecord(run_id(w.name, policy, rep), study.runtime, f"{w.name}/{policy}", "disk", rep,
+                                     "failed", "", now, now,
                                      {**w.model_dump(), "policy": policy, "guard": study.guard.model_dump()},
                                      capacity, facts))
     rec = result.record
-    containers: dict[str, runtimes.Container] = {}
-    data = {t: owned.data_dir(uid, t) for t in TENANTS}
-    sampler = guard = None
-    stop = threading.Event()
-    thread = None
-    procs: dict[str, subprocess.Popen] = {}
     try:
         reset_host("disk")
-        for t in TENANTS:
-            data[t].mkdir(parents=True, exist_ok=True)
-            containers[t] = rt.create(ContainerSpec(f"{uid}-{t}", data_dir=data[t], userns=study.userns))
-        for t in TENANTS:  # lay the files out before the clock starts
-            p = rt.run(containers[t], layout(f"/data/{t}.dat", SIZE), timeout=300)
-            if p.returncode != 0:
-                raise RuntimeError_(f"{t}: fio layout exited {p.returncode} {last_line(p.stderr)}")
-        clock0 = time.monotonic()
-        rel = {containers[t].cgroup.relpath: t for t in TENANTS}
-        cfg = GuardConfig(policy=policy, targets=[{"target": f"cgroup:{r}"} for r in rel], metrics="off",
-                          **study.guard.model_dump())
-        log.parent.mkdir(parents=True, exist_ok=True)
-        guard = Guard(cfg, {dev: C}, host, log=open(log, "w"), record=True, clock0=clock0)
-        # the settings in force (a policy's own period and P where the study left them to it)
-        rec.scenario_params["guard"] = {**study.guard.model_dump(), "period_ms": guard.period_ms,
-                                        "p": getattr(guard.policy, "p", None)}
-        guard.scan(strict=True)
-        sampler = CgroupSampler([Target(t, containers[t].cgroup) for t in TENANTS], 0.1, clock0).start()
-        starts = {}
-        for t, argv in (("victim", victim_argv(w.victim * C, w.max_s)), ("neighbour", neighbour_argv(w, C))):
-            starts[t] = time.monotonic() - clock0
-            procs[t] = rt.exec(containers[t], argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with Tenants(study.runtime, {t: Limits() for t in TENANTS}, host, userns=study.userns) as t:
+            for name in TENANTS:  # lay the files out before the clock starts
+                t.run(name, layout(f"/data/{name}.dat", SIZE), timeout=300, what="fio layout")
+            t.start_sampling(restart_clock=True)
+            rel = {t.c[name].cgroup.relpath: name for name in TENANTS}
+            cfg = GuardConfig(policy=policy, targets=[{"target": f"cgroup:{r}"} for r in rel], metrics="off",
+                              **study.guard.model_dump())
+            with GuardUnderTest(cfg, {capacity["disk_device"]: C}, host, log, t.clock0) as g:
+                # the settings in force (a policy's own period and P where the study left them to it)
+                rec.scenario_params["guard"] = {**study.guard.model_dump(), "period_ms": g.guard.period_ms,
+                                                "p": getattr(g.guard.policy, "p", None)}
+                g.guard.scan(strict=True)
+                starts = _write(t, w, C, g, result)
+                t_end = t.now()
+                g.stop()
+                result.samples += t.stop_sampling()
+                _guard_record(result, g.guard, rel)
+            _phases(result, t, w, C, starts, t_end)
+        rec.status = "ok"
+    except RuntimeFailed as e:
+        rec.reason = str(e)
+    except (OSError, ValueError, subprocess.SubprocessError) as e:
+        rec.reason = f"{type(e).__name__}: {e}"
+    finally:
+        rec.ended_at = time.time()
+    return result
+
+
+def _write(t: Tenants, w: Workload, C: float, g: GuardUnderTest, result: TrialResult) -> dict[str, float]:
+    """Both tenants write (the guard joining once they write steadily) until the burst is done and the tail
+    written; returns when each started, on the trial's clock."""
+    starts, procs = {}, {}
+    try:
+        for name, argv in (("victim", victim_argv(w.victim * C, w.max_s)), ("neighbour", neighbour_argv(w, C))):
+            starts[name] = t.now()
+            procs[name] = t.exec(name, argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         # the guard starts once both write steadily: every policy begins from a history of real use, not
         # from the caps of two idle containers (fio would then catch up on its rate for seconds)
         time.sleep(min(1.0, w.burst_at_s / 4))
-        thread = threading.Thread(target=guard.run, args=(stop,), name="guard", daemon=True)
-        thread.start()
+        g.start()
         deadline = time.monotonic() + w.max_s
         n = procs["neighbour"]
         while n.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         if n.poll() is None:
-            interrupt_fio(containers["neighbour"])
-            result.events.append((time.monotonic() - clock0, "neighbour", "timeout",
+            interrupt_fio(t.c["neighbour"])
+            result.events.append((t.now(), "neighbour", "timeout",
                                   f"the burst did not finish within max_s={w.max_s:g}s"))
         if w.after == "stop":
             time.sleep(w.tail_s)  # the victim alone again: what the burst left behind
-        interrupt_fio(containers["victim"])
-        for t, p in procs.items():
+        interrupt_fio(t.c["victim"])
+        for name, p in procs.items():
             try:
                 _, err = p.communicate(timeout=60)
             except subprocess.TimeoutExpired:
                 p.kill()
                 _, err = p.communicate()
             # the victim is stopped with SIGINT: fio then ends its jobs, writes its logs and exits 128 or so
-            if p.returncode != 0 and not (t == "victim" and (data[t] / VICTIM_LOG).exists()):
-                raise RuntimeError_(f"{t}: fio exited {p.returncode} {last_line(err)}")
-        t_end = time.monotonic() - clock0
-        stop.set()
-        thread.join(timeout=10)
-        result.samples += sampler.stop()
-        ran = phases(data["neighbour"] / "neighbour.json")
-        if "burst" not in ran:
-            raise RuntimeError_("neighbour: fio wrote no report of its burst")
-        burst_start = starts["neighbour"] + w.burst_at_s  # its startdelay
-        burst_end = burst_start + ran["burst"]
-        _guest(result, data["victim"], starts["victim"])
-        _guard_record(result, guard, rel)
-        nb = w.neighbour * C
-        result.steps += [
-            StepWindow(0, "steady", 0.0, burst_start, {"victim": w.victim, "neighbour": w.neighbour}),
-            StepWindow(1, "burst", burst_start, burst_end, {"victim": w.victim, "neighbour": w.neighbour * w.burst}),
-            StepWindow(2, "after", burst_end, t_end,
-                       {"victim": w.victim, "neighbour": w.neighbour if w.after == "steady" else 0.0})]
-        result.events += [(burst_start, "neighbour", "burst-start", f"{w.burst:g} × {nb / 1e6:.0f} MB/s"),
-                          (burst_end, "neighbour", "burst-end", f"{w.burst_volume_s * C / 1e9:.1f} GB written")]
-        rec.status = "ok"
-    except RuntimeError_ as e:
-        rec.reason = str(e)
-    except (OSError, ValueError, subprocess.SubprocessError) as e:
-        rec.reason = f"{type(e).__name__}: {e}"
+            if p.returncode != 0 and not (name == "victim" and (t.data[name] / VICTIM_LOG).exists()):
+                raise RuntimeFailed(f"{name}: fio exited {p.returncode} {last_line(err)}")
     finally:
-        with signals_deferred():
-            stop.set()
-            if thread is not None:
-                thread.join(timeout=10)
-            if guard is not None:
-                guard.close()  # caps off before the containers go (a no-op if the thread did it)
-                if guard.log_stream is not None:
-                    guard.log_stream.close()
-            if sampler is not None:
-                sampler.stop()
-            for p in procs.values():
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            for c in containers.values():
-                rt.delete(c)
-            for d in data.values():
-                owned.remove_data_dir(d)
-            rec.ended_at = time.time()
-    return result
+        stop(list(procs.values()))
+    return starts
+
+
+def _phases(result: TrialResult, t: Tenants, w: Workload, C: float, starts: dict[str, float], t_end: float) -> None:
+    """The run's steps (steady, burst, after) from the neighbour's own report, and the victim's guest view."""
+    ran = phases(t.data["neighbour"] / "neighbour.json")
+    if "burst" not in ran:
+        raise RuntimeFailed("neighbour: fio wrote no report of its burst")
+    burst_start = starts["neighbour"] + w.burst_at_s  # its startdelay
+    burst_end = burst_start + ran["burst"]
+    _guest(result, t.data["victim"], starts["victim"])
+    result.steps += [
+        StepWindow(0, "steady", 0.0, burst_start, {"victim": w.victim, "neighbour": w.neighbour}),
+        StepWindow(1, "burst", burst_start, burst_end, {"victim": w.victim, "neighbour": w.neighbour * w.burst}),
+        StepWindow(2, "after", burst_end, t_end,
+                   {"victim": w.victim, "neighbour": w.neighbour if w.after == "steady" else 0.0})]
+    result.events += [(burst_start, "neighbour", "burst-start", f"{w.burst:g} × {w.neighbour * C / 1e6:.0f} MB/s"),
+                      (burst_end, "neighbour", "burst-end", f"{w.burst_volume_s * C / 1e9:.1f} GB written")]
+    result.events += t.events
 
 
 def _guest(result: TrialResult, victim_dir: Path, t0: float) -> None:

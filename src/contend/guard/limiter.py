@@ -145,7 +145,8 @@ def _entry(raw) -> dict:
         if not (isinstance(rel, str) and isinstance(dev, str) and DEVICE.match(dev)) or ".." in Path(rel).parts:
             return {}
         if o is not None and not (isinstance(o, dict) and o.get("device") == dev and set(o) - {"device"} <= LIMIT_FIELDS
-                                  and all(v is None or (type(v) is int and v > 0) for k, v in o.items() if k != "device")):
+                                  and all(v is None or (type(v) is int and v > 0)
+                                          for k, v in o.items() if k != "device")):
             return {}
         return {"cgroup": rel.strip("/"), "device": dev, "original": o}
     except (TypeError, KeyError, AttributeError):

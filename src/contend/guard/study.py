@@ -3,6 +3,7 @@ committed to the store as it ends, then the protection report. Ctrl-C stops afte
 from __future__ import annotations
 
 from ..doctor import ensure_capacity
+from ..report.protection import refresh_protection
 from ..spec import GuardStudy
 from ..store import Store
 from ..study import Study, facts_of_trial
@@ -20,7 +21,10 @@ class ProtectionStudy(Study):
     """A Study whose runs are workloads under policies (its spec a GuardStudy)."""
 
     spec: GuardStudy
+    kind = "guard"
+    model = GuardStudy
     title = "protection"
+    report = staticmethod(refresh_protection)
     unit = "runs"
 
     def plan(self) -> list[tuple]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import HOME
-from ..runtimes import Container, Runtime, RuntimeError_
+from ..runtimes import Container, Runtime, RuntimeFailed
 from ..tools import last_line, run_tool
 
 SOURCE = Path(__file__).parent / "agent.c"
@@ -26,7 +26,7 @@ IN_CONTAINER = "/data/contend-load"  # each tenant's copy, in its own /data
 REPORT_MS = 100
 
 
-class AgentError(RuntimeError_):
+class AgentError(RuntimeFailed):
     """The agent could not be built, started, or did not take a level (the message says which)."""
 
 

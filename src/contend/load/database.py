@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..runtimes import RuntimeError_
+from ..runtimes import RuntimeFailed
 
 
 class DatabaseError(Exception):
@@ -65,7 +65,7 @@ class Database(ABC):
     caps: tuple[str, ...] = ()  # what the server needs beyond a container's default capabilities
 
     def start(self, tenants, tenant: str) -> None:
-        """Init, start and wait for the server, then load the data; RuntimeError_ with the server's last
+        """Init, start and wait for the server, then load the data; RuntimeFailed with the server's last
         log line if it does not come up."""
         tenants.run(tenant, ["sh", "-c", " ".join(self.init())], timeout=300, what=f"{self.name} init")
         self.proc = tenants.exec(tenant, ["sh", "-c", f"exec {' '.join(self.server())} >>{self.log} 2>&1"])
@@ -74,7 +74,7 @@ class Database(ABC):
             if tenants.run(tenant, self.ping(), timeout=30, check=False).returncode == 0:
                 break
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError_(f"{self.name} did not start in {tenant}: {last_log_line(tenants.data[tenant])}")
+                raise RuntimeFailed(f"{self.name} did not start in {tenant}: {last_log_line(tenants.data[tenant])}")
             time.sleep(0.3)
         tenants.run(tenant, self.prepare(), timeout=1800, what=f"{self.name} prepare")
 
@@ -200,7 +200,8 @@ def parse_pgbench(out: str) -> ClientResult:
     return res
 
 
-SB_PROGRESS = re.compile(r"^\[ *(\d+)s \] thds: \d+ tps: ([\d.]+) qps: [\d.]+ \(r/w/o: ([\d.]+)/([\d.]+)/([\d.]+)\)", re.M)
+SB_PROGRESS = re.compile(r"^\[ *(\d+)s \] thds: \d+ tps: ([\d.]+) qps: [\d.]+ "
+                         r"\(r/w/o: ([\d.]+)/([\d.]+)/([\d.]+)\)", re.M)
 
 
 def parse_sysbench(out: str) -> ClientResult:

@@ -4,6 +4,7 @@ The isolation trials' disk load is the load agent's (load/generators.py); fio st
 """
 from __future__ import annotations
 
+
 def layout(path: str, size: str) -> list[str]:
     """fio writes every block of a file once, before anything is measured on it. A write job's own layout
     (and --create_only) only fallocates: ext4 keeps the blocks as unwritten extents, and each direct write

@@ -32,7 +32,7 @@ class LoadGenerator(ABC):
         """A command run once in each tenant before its agent starts (e.g. laying out a file), or None."""
         return None
 
-    def settle(self, tenant: str, own_bytes: int) -> None:
+    def settle(self, tenant: str, own_bytes: int) -> None:  # noqa: B027 (a hook: only memory needs it)
         """What the tenant's cgroup holds before its agent starts: its runtime's and init's own memory."""
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..runtimes import Container, Runtime, RuntimeError_, last_line
+from ..runtimes import Container, Runtime, RuntimeFailed, last_line
 from .agent import Agent, AgentError, start_in
 from .generators import LoadGenerator
 
@@ -74,7 +74,7 @@ class RampController:
         for tenant, c in self.containers.items():
             p = self.runtime.run(c, argv, timeout=timeout)
             if p.returncode != 0:
-                raise RuntimeError_(f"{tenant}: `{' '.join(argv[:2])}` setup exited {p.returncode} "
+                raise RuntimeFailed(f"{tenant}: `{' '.join(argv[:2])}` setup exited {p.returncode} "
                                     f"{last_line(p.stderr or p.stdout)}".strip())
 
     def now(self) -> float:
@@ -143,4 +143,4 @@ def check_failures(ramp: Ramp) -> None:
     bad = [f"abiding: {detail}" for _, tenant, kind, detail in ramp.events
            if tenant == "abiding" and kind in ("load-failed", "load-stopped", "load-restarted")]
     if bad:
-        raise RuntimeError_("; ".join(bad))
+        raise RuntimeFailed("; ".join(bad))

@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..spec import size_bytes
+from ..measured import Samples, StepWindow
+from ..units import size_bytes
+
+__all__ = ["Samples", "StepWindow"]  # re-exported: curves are read from them
 
 # (view, sample source, quantity, capacity key that converts it to a fraction of capacity)
 VIEWS = {
@@ -35,15 +38,6 @@ SAME_QUANTITY_AS_HOST = ("ebpf",)
 
 
 @dataclass
-class StepWindow:
-    step: int
-    phase: str
-    t_start: float
-    t_end: float
-    ideal: dict[str, float]  # tenant -> ideal level
-
-
-@dataclass
 class Curve:
     view: str
     w_d_ideal: np.ndarray  # per step
@@ -52,22 +46,6 @@ class Curve:
     bucket_t: np.ndarray  # per bucket of the ramp, past each step's trims (for percentiles and timelines)
     bucket_w_a: np.ndarray
     groups: list[np.ndarray] = field(default_factory=list)  # W_a's buckets of each step (the change-point test)
-
-
-@dataclass
-class Samples:
-    """Columns of the samples table for one trial."""
-
-    t: np.ndarray
-    tenant: np.ndarray
-    source: np.ndarray
-    quantity: np.ndarray
-    value: np.ndarray
-
-    def series(self, tenant: str, source: str, quantity: str) -> tuple[np.ndarray, np.ndarray]:
-        m = (self.tenant == tenant) & (self.source == source) & (self.quantity == quantity)
-        order = np.argsort(self.t[m])
-        return self.t[m][order], self.value[m][order]
 
 
 def capacity_of(resource: str, capacity: dict) -> dict[str, float]:

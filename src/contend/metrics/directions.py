@@ -16,7 +16,7 @@ DIRECTION: dict[str, int] = {
     # guard studies (metrics/protection.py): a latency impact is a cost
     "work_conservation": HIGHER, "lat_imp": LOWER, "lat_p99_imp": LOWER, "reaction_s": LOWER, "reclaim_s": LOWER,
     "burst_completion_s": LOWER, "neighbour_mb_s": HIGHER,
-    # victim studies (metrics/degradation.py): D and drops are losses, multipliers of latency are costs
+    # victim studies (metrics/victim.py): D and drops are losses, multipliers of latency are costs
     "D": LOWER, "read_iops_drop_pct": LOWER, "write_iops_drop_pct": LOWER, "read_iops_worst_drop_pct": LOWER,
     "write_iops_worst_drop_pct": LOWER, "read_lat_x": LOWER, "write_lat_x": LOWER, "read_p99_x": LOWER,
     "write_p99_x": LOWER, "lat_x": LOWER, "tps_base": DESCRIPTIVE, "tps_disturbed": HIGHER,

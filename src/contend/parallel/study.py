@@ -3,10 +3,11 @@ each cell committed to the store as it ends, then the CoPTS tables, CSVs and sca
 from __future__ import annotations
 
 from ..cgroups import detect
+from ..report.scaling import refresh_scaling
 from ..spec import ParallelStudy, size_bytes
 from ..store import Store
-from ..runner import TrialResult
 from ..study import Advance, Study, facts_of_trial, need_space, unavailable
+from ..tenants import TrialResult
 from ..tools import ToolFailed
 from .benchmarks import build_tools, last_level_cache_mib
 from .trial import Cell, cell_id, cell_record
@@ -16,7 +17,10 @@ SETUP_S = 1.5  # a container up and down, per container, for the ETA
 
 class ParallelSuite(Study):
     spec: ParallelStudy
+    kind = "parallel"
+    model = ParallelStudy
     title = "parallel suite"
+    report = staticmethod(refresh_scaling)
     unit = "cells"
 
     def preflight(self) -> None:
@@ -77,7 +81,8 @@ class ParallelSuite(Study):
         s = self.spec.sizes.of(benchmark)
         guess = {"linpack": lambda: s["min_seconds"] + 0.3, "noploop": lambda: s["count"] / 3e9,
                  "stream": lambda: 0.5 + s["ntimes"] * 0.05, "sysbench-cpu": lambda: s["events"] / 2000,
-                 "sysbench-memory": lambda: size_bytes(s["total"]) / 9e9, "pidigits": lambda: (s["digits"] / 1e5) ** 1.6 * 1.8,
+                 "sysbench-memory": lambda: size_bytes(s["total"]) / 9e9,
+                 "pidigits": lambda: (s["digits"] / 1e5) ** 1.6 * 1.8,
                  "fio": lambda: s["seconds"] + 1}
         return guess[benchmark]()
 

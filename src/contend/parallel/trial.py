@@ -20,10 +20,10 @@ from pathlib import Path
 from .. import owned, runtimes
 from ..cgroups import CgroupHost, Limits
 from ..metrics.scaling import scenario_of
-from ..runner import TrialResult
-from ..runtimes import ContainerSpec, RuntimeError_
+from ..runtimes import ContainerSpec, RuntimeFailed
 from ..spec import ParallelStudy
 from ..store import TrialRecord
+from ..tenants import TrialResult
 from .benchmarks import BENCHMARKS, BenchmarkError
 
 BARRIER_S = 600  # the longest the first containers wait for each other to be up
@@ -156,7 +156,7 @@ class Cell:
                     f"{self.uid}-{tenant}", Limits(cpu=self.spec.limits.cpus, memory=self.spec.limits.memory_bytes),
                     data, userns=self.spec.userns))
                 self._note_launch(tenant, t0, self._now() - t0)
-            except (RuntimeError_, OSError) as e:
+            except (RuntimeFailed, OSError) as e:
                 self._add(RunRecord(p, c, 0, self._now(), 0.0, "failed", f"container: {e}"))
             if c == 0:  # the first containers of every process start their runs together
                 try:

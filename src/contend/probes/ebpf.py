@@ -54,7 +54,8 @@ CATALOGUE = (
           {"blk_bytes": 1.0, "blk_ios": 1.0},
           "tracepoint:block:block_bio_queue { @blk_bytes[cgroup] = sum(args->nr_sector * 512);"
           " @blk_ios[cgroup] = sum(1); }"
-          " tracepoint:block:block_bio_backmerge, tracepoint:block:block_bio_frontmerge { @blk_ios[cgroup] = sum(-1); }"),
+          " tracepoint:block:block_bio_backmerge, tracepoint:block:block_bio_frontmerge"
+          " { @blk_ios[cgroup] = sum(-1); }"),
     # resident anonymous and shmem memory per process of a tenant (not mapped files: those pages are the
     # host's page cache, charged to whoever read them first; not swap entries), as its own tasks change
     # it; the kernel's last updates at exit come from a context that is no longer the process's, so user

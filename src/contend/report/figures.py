@@ -9,13 +9,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
 
-from ..metrics import Curve, reference_point  # noqa: E402
-from ..metrics.curves import VIEWS, capacity_of  # noqa: E402
-from .table import ESCAPED  # noqa: E402
+from ..metrics import Curve, reference_point
+from ..metrics.curves import VIEWS, capacity_of
+from .table import ESCAPED
 
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 110})
 

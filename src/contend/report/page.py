@@ -1,14 +1,19 @@
-"""report.html of any results directory: the template rendered with the spec's name and description, the
-host's facts and the figures embedded (the page opens offline)."""
+"""What every kind's report shares: what a refresh wrote (Written), the failed cells, and report.html of any
+results directory (the template rendered with the spec's name and description, the host's facts and the
+figures embedded: the page opens offline)."""
 from __future__ import annotations
 
 import base64
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 import yaml
+from rich.console import Group
+
+from ..store import Store
 
 
 def write_page(directory: Path, template: str, embedded: list[dict], **context) -> Path:
@@ -38,3 +43,35 @@ def read_json(p: Path) -> dict:
         return json.loads(p.read_text())
     except (OSError, json.JSONDecodeError):
         return {"host": {}, "cgroups": {}}
+
+
+@dataclass
+class Written:
+    rows: list[dict]  # the aggregated metrics, as in metrics.csv
+    path: Path  # report.html
+    table: Group  # the results table(s) for the terminal
+
+
+def fewer_repetitions(trials: list[dict]) -> list[str]:
+    """Cells that rest on fewer repetitions than planned because some of their trials failed, one line each
+    (a cell whose every trial failed is n/a in the tables instead)."""
+    cells: dict[tuple, list[dict]] = {}
+    for t in trials:
+        if t["status"] != "n/a":
+            cells.setdefault((t["runtime"], t["scenario"], t["resource"]), []).append(t)
+    out = []
+    for key, ts in sorted(cells.items()):
+        bad = [t for t in ts if t["status"] == "failed"]
+        if bad and len(bad) < len(ts):
+            why = "; ".join(f"r{t['repetition']}: {t['reason']}" for t in bad)
+            out.append(f"{' · '.join(key)}: {len(ts) - len(bad)} of {len(ts)} repetitions ({why})")
+    return out
+
+
+def failures(store: Store) -> dict[tuple, str]:
+    """Why a cell has no value: its trials' reasons (failed, or n/a: not run here)."""
+    out: dict[tuple, str] = {}
+    for t in store.trials():
+        if t["status"] != "ok":
+            out.setdefault((t["runtime"], t["scenario"], t["resource"]), t["reason"])
+    return out

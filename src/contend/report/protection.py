@@ -15,7 +15,7 @@ from ..metrics.protection import guest_metrics, protection_metrics, spare_capaci
 from ..store import Store
 from .analyze import publish
 from .figures import Figure, plt, save
-from .page import write_page
+from .page import Written, failures, write_page
 from .table import ci_text
 
 COLUMNS = (("isol_mean", "host", "isol mean"), ("isol_p05", "host", "isol p05"), ("lat_imp", "guest", "lat imp"),
@@ -213,7 +213,6 @@ def workload_figure(workload: str, runs: list[Run]) -> Figure:
 
 def refresh_protection(directory: Path, store: Store, title: str):
     """Everything a guard study's results directory shows, from its store."""
-    from . import Written, failures
     runs = sorted((load_run(store, t) for t in store.trials("ok")),
                   key=lambda r: (r.workload, _rank(r.policy), r.trial["repetition"]))
     rows = analyze_protection(directory, store, runs)

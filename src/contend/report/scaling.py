@@ -16,7 +16,7 @@ from ..parallel.benchmarks import BENCHMARKS
 from ..store import Store
 from .analyze import publish
 from .figures import Figure, plt, save
-from .page import read_yaml, write_page
+from .page import Written, read_yaml, write_page
 from .table import TextTable, markdown_tables, mean_text, rich_text_tables
 
 
@@ -72,7 +72,6 @@ def load_runs(store: Store, trial: dict) -> list[StoredRun]:
 
 def refresh_scaling(directory: Path, store: Store, title: str):
     """Everything a parallel study's results directory shows, from its store."""
-    from . import Written
     spec = read_yaml(directory / "spec.yaml")
     runtimes = spec.get("runtimes", [])
     trials = store.trials()
@@ -87,7 +86,8 @@ def refresh_scaling(directory: Path, store: Store, title: str):
     figdir = directory / "figures"
     fair = {"host_cpus": next((t["capacity"].get("cpus") for t in trials), None),
             "limit": spec.get("limits", {}).get("cpus")}
-    figures = [{"title": f"{b}: scaling", "png": save(scaling_figure(b, rows, runtimes, **fair), figdir / f"scaling-{b}")}
+    figures = [{"title": f"{b}: scaling",
+                "png": save(scaling_figure(b, rows, runtimes, **fair), figdir / f"scaling-{b}")}
                for b in tables]
     out = write_page(directory, "parallel.html.j2", figures, tables=tables, figures=figures,
                      not_ok=[t for t in trials if t["status"] != "ok" or t["reason"]],

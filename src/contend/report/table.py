@@ -138,7 +138,7 @@ def rich_views(rows: list[dict], notes: dict[tuple, str], title: str) -> Group:
     mark = partial(footnote, footnotes)
 
     parts: list = []
-    for i, res in enumerate(resources):
+    for res in resources:
         t = Table(title=f"{title}: {res}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for name in ("runtime", "scenario", "metric"):
             t.add_column(name, no_wrap=True)

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 
 from ..metrics import aggregate
-from ..metrics.degradation import DISKFILL_RULES, OLTP_RULES, measured_windows, paired
+from ..metrics.victim import DISKFILL_RULES, OLTP_RULES, measured_windows, paired
 from ..store import Store
 from .analyze import publish
 from .figures import Figure, plt, save
-from .page import read_yaml, write_page
+from .page import Written, read_yaml, write_page
 from .table import TextTable, markdown_tables, mean_text, rich_text_tables
 
 
@@ -50,7 +50,8 @@ def diskfill_tables(rows: list[dict], trials: list[dict], runtimes: list[str], a
                            for m, fmt in (("read_iops", ",.0f"), ("write_iops", ",.0f"), ("read_lat_us", ".0f"),
                                           ("write_lat_us", ".0f"), ("read_p99_us", ".0f"), ("write_p99_us", ".0f"))]
             for rt in runtimes]
-    out = [TextTable("baseline: container D alone (A-C idle), guest view (fio, direct I/O, read and write side by side)",
+    out = [TextTable("baseline: container D alone (A-C idle), guest view "
+                     "(fio, direct I/O, read and write side by side)",
                        ["runtime", "read IOPS", "write IOPS", "read lat (µs)", "write lat (µs)", "read p99 (µs)",
                         "write p99 (µs)"], base)]
     for a in attacks:
@@ -62,7 +63,8 @@ def diskfill_tables(rows: list[dict], trials: list[dict], runtimes: list[str], a
                                    ("write_lat_x", ".1f", "×")):
                 line.append(mean_text(idx.get((rt, a, "guest", m)), fmt, suffix) or "n/a")
             for m, fmt, suffix, scale in (("device_util", ".0f", " %", 100), ("device_queue_depth", ".1f", "", 1),
-                                          ("attackers_charged_pct", ".0f", " %", 1), ("victim_charged_pct", ".0f", " %", 1)):
+                                          ("attackers_charged_pct", ".0f", " %", 1),
+                                          ("victim_charged_pct", ".0f", " %", 1)):
                 line.append(mean_text(_scaled(idx.get((rt, a, "host", m)), scale), fmt, suffix) or "n/a")
             line.append(mean_text(idx.get((rt, a, "guest", "attack_s")), ".0f") or "n/a")
             lines.append(line)
@@ -120,8 +122,9 @@ def oltp_tables(rows: list[dict], trials: list[dict], runtimes: list[str], disru
                     line.append((text or "n/a") + (f" / {lat}" if lat else ""))
                 lines.append(line)
     return [TextTable("the database victim: D = (1 − disturbed/base) × 100 of its TPS per disruptor and transaction "
-                        "type (PDP 2015 Eq. 1; mean ± half the 95 % interval over repetitions, each paired with its own "
-                        "base) / the mean latency multiplier (a fixed rate below capacity keeps D near 0 until the server "
+                        "type (PDP 2015 Eq. 1; mean ± half the 95 % interval over repetitions, each paired with its "
+                        "own base) / the mean latency multiplier (a fixed rate below capacity keeps D near 0 until the "
+                        "server "
                         "cannot keep up; its latency says what the disruptor cost meanwhile). sysbench's read, write "
                         "and other queries per second are in metrics.csv", heads, lines, notes, left=2)]
 
@@ -220,7 +223,6 @@ def _gaps(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------------ the results directory
 def refresh_victim(directory: Path, store: Store, title: str):
-    from . import Written
     spec = read_yaml(directory / "spec.yaml")
     kind = spec.get("kind")
     runtimes = spec.get("runtimes", [])
@@ -251,7 +253,8 @@ def refresh_victim(directory: Path, store: Store, title: str):
         name = f"{t['runtime']} · {t['resource']} · rep {t['repetition']}"
         if kind == "diskfill":
             fig = timeline(name, samples, steps, events,
-                           [("d", "guest", "read_iops_t", "D read IOPS"), ("d", "guest", "write_iops_t", "D write IOPS")],
+                           [("d", "guest", "read_iops_t", "D read IOPS"),
+                            ("d", "guest", "write_iops_t", "D write IOPS")],
                            [("device", "device", "util", "disk util (%)", 100),
                             ("device", "device", "queue_depth", "queue depth", 1)], "IOPS", "% / requests")
         else:

@@ -59,7 +59,7 @@ def sweep() -> None:
 atexit.register(sweep)
 
 
-class RuntimeError_(Exception):
+class RuntimeFailed(Exception):
     """A runtime refused or failed; the message says which command and why."""
 
 
@@ -168,7 +168,7 @@ class Runtime(ABC):
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate()
-            raise RuntimeError_(f"{self.name}: {' '.join(argv)} timed out after {timeout}s")
+            raise RuntimeFailed(f"{self.name}: {' '.join(argv)} timed out after {timeout}s") from None
         return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
     def pids(self, c: Container) -> list[int]:
@@ -248,7 +248,7 @@ def run_atomic(cmd: list[str], timeout: float = 60, input=None, **kw) -> subproc
     try:
         p = subprocess.Popen(cmd, start_new_session=True, **kw)
     except FileNotFoundError:
-        raise RuntimeError_(f"{cmd[0]} not found") from None
+        raise RuntimeFailed(f"{cmd[0]} not found") from None
     interrupt: BaseException | None = None
     while True:
         try:
@@ -259,21 +259,21 @@ def run_atomic(cmd: list[str], timeout: float = 60, input=None, **kw) -> subproc
         except subprocess.TimeoutExpired:
             p.kill()
             p.communicate()
-            raise RuntimeError_(f"`{' '.join(cmd)}` timed out after {timeout}s") from None
+            raise RuntimeFailed(f"`{' '.join(cmd)}` timed out after {timeout}s") from None
     if interrupt is not None:
         raise interrupt
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def check(cmd: list[str], what: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
-    """Run a runtime CLI command (atomically); raise RuntimeError_ with its stderr on failure."""
+    """Run a runtime CLI command (atomically); raise RuntimeFailed with its stderr on failure."""
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
     kw.setdefault("text", "input" not in kw or isinstance(kw.get("input"), str))
     try:
         p = run_atomic(cmd, timeout, **kw)
-    except RuntimeError_ as e:
-        raise RuntimeError_(f"{what}: {e}") from None
+    except RuntimeFailed as e:
+        raise RuntimeFailed(f"{what}: {e}") from None
     if p.returncode != 0:
-        raise RuntimeError_(f"{what}: `{' '.join(cmd)}` failed: {last_line(p.stderr or p.stdout) or p.returncode}")
+        raise RuntimeFailed(f"{what}: `{' '.join(cmd)}` failed: {last_line(p.stderr or p.stdout) or p.returncode}")
     return p

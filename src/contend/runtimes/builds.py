@@ -76,7 +76,7 @@ def why_not_built(b: Build) -> str:
     if not b.binary.is_file():
         failed = recorded(b).get("failed")
         return (f"not built: {failed}" if failed else
-                f"not built (make setup builds it: python -m contend.runtimes)")
+                "not built (make setup builds it: python -m contend.runtimes)")
     return "its cached binary does not match the checksum recorded when it was built: build it again"
 
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ..paths import HOME
-from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, last_line
+from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeFailed, check, last_line
 from .rootfs import DIRS, USR_LINKS, host_binds
 from .security import NOFILE, pids_limit, secrets
 
@@ -46,7 +46,7 @@ def device_node(majmin: str) -> str:
     for line in Path(f"/sys/dev/block/{majmin}/uevent").read_text().splitlines():
         if line.startswith("DEVNAME="):
             return "/dev/" + line.split("=", 1)[1]
-    raise RuntimeError_(f"no device node for {majmin}")
+    raise RuntimeFailed(f"no device node for {majmin}")
 
 
 class Engine(Runtime):
@@ -80,7 +80,7 @@ class Engine(Runtime):
         if self.image_exists():
             return
         if self._image_id():
-            raise RuntimeError_(f"{self.binary}: an image {IMAGE} exists that contend did not import: remove or "
+            raise RuntimeFailed(f"{self.binary}: an image {IMAGE} exists that contend did not import: remove or "
                                 "retag it (contend runs only the image it made)")
         check([self.binary, "import", "-", IMAGE], f"{self.binary} import", input=rootfs_tarball(), text=False,
               stdin=subprocess.PIPE)
@@ -121,7 +121,7 @@ class Engine(Runtime):
         if self.oci_runtime:
             args += ["--runtime", self.oci_runtime]
         if spec.netns:
-            raise RuntimeError_(f"{self.name}: {self.no_netns}")
+            raise RuntimeFailed(f"{self.name}: {self.no_netns}")
         args += ["--network", "none"]
         if lim.cpu is not None:
             args += ["--cpus", str(lim.cpu)]
@@ -240,10 +240,10 @@ class Kata(Runtime):
         return (f"{DETECTED_ONLY}; " + (f"not installed here: {', '.join(need)}" if need else "installed here"))
 
     def _start(self, spec: ContainerSpec) -> Container:
-        raise RuntimeError_(f"kata: {self.why_not()}")
+        raise RuntimeFailed(f"kata: {self.why_not()}")
 
     def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
-        raise RuntimeError_("kata: not available")
+        raise RuntimeFailed("kata: not available")
 
     def leftovers(self) -> list[str]:
         return []

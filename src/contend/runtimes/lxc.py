@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from ..cgroups import Limits
-from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries, in_netns,
-                   last_line, remember_netns)
+from . import base
+from .base import Container, ContainerSpec, Runtime, RuntimeFailed
 from .rootfs import host_binds, make_rootfs
 from .security import DENIED, NOFILE, pids_limit, secrets
 
@@ -52,7 +52,7 @@ class Lxc(Runtime):
 
     @property
     def lxcpath(self) -> Path:
-        return STATE / "lxc"
+        return base.STATE / "lxc"
 
     def version(self) -> str:
         p = subprocess.run([self.binary, "--version"], capture_output=True, text=True)
@@ -99,8 +99,8 @@ class Lxc(Runtime):
         (cdir / "seccomp").write_text(lxc_seccomp())
         (cdir / "config").write_text(self.config(spec, rootfs, cg.relpath, cdir / "seccomp"))
         c = Container(spec.name, cg, tracking)
-        remember_netns(cdir, spec.netns)
-        check(self.tool(self.binary, spec.name, "-f", str(cdir / "config"), "-o", str(cdir / "lxc.log"), "-l",
+        base.remember_netns(cdir, spec.netns)
+        base.check(self.tool(self.binary, spec.name, "-f", str(cdir / "config"), "-o", str(cdir / "lxc.log"), "-l",
                         "ERROR", "-d", "--", *spec.command),
               f"lxc-execute {spec.name}", stdin=subprocess.DEVNULL)
         self._wait_running(spec.name)
@@ -115,7 +115,7 @@ class Lxc(Runtime):
     def tool(self, tool: str, name: str, *args: str) -> list[str]:
         """An lxc tool for one container: inside the container's network namespace when it has one (lxc's
         command socket is an abstract socket of that namespace)."""
-        return [*in_netns(self.lxcpath / name), tool, "-n", name, "-P", str(self.lxcpath), *args]
+        return [*base.in_netns(self.lxcpath / name), tool, "-n", name, "-P", str(self.lxcpath), *args]
 
     def _wait_running(self, name: str, timeout: float = 15) -> None:
         deadline = time.monotonic() + timeout
@@ -125,8 +125,8 @@ class Lxc(Runtime):
                 return
             time.sleep(0.1)
         log = self.lxcpath / name / "lxc.log"
-        tail = last_line(log.read_text()) if log.exists() else ""
-        raise RuntimeError_(f"lxc {name}: not running after {timeout}s {tail}".strip())
+        tail = base.last_line(log.read_text()) if log.exists() else ""
+        raise RuntimeFailed(f"lxc {name}: not running after {timeout}s {tail}".strip())
 
     def exec_argv(self, c: Container, argv: list[str]) -> list[str]:
         return [*self.tool("lxc-attach", c.name, "--clear-env", "-v", "PATH=/usr/sbin:/usr/bin", "-v", "HOME=/tmp"),
@@ -135,7 +135,7 @@ class Lxc(Runtime):
                 "/bin/sh", "-c", 'cd /tmp && exec "$@"', "sh", *argv]
 
     def leftovers(self) -> list[str]:
-        return [d.name for d in entries(self.lxcpath) if d.name.startswith(NAME_PREFIX)]
+        return [d.name for d in base.entries(self.lxcpath) if d.name.startswith(base.NAME_PREFIX)]
 
     def _remove(self, name: str) -> None:
         subprocess.run(self.tool("lxc-stop", name, "-k"), capture_output=True, timeout=30)

@@ -6,8 +6,20 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .base import (NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeError_, check, entries, in_netns,
-                   last_line, remember_netns, run_atomic)
+from .base import (
+    NAME_PREFIX,
+    STATE,
+    Container,
+    ContainerSpec,
+    Runtime,
+    RuntimeFailed,
+    check,
+    entries,
+    in_netns,
+    last_line,
+    remember_netns,
+    run_atomic,
+)
 from .rootfs import oci_config, write_bundle
 from .security import USERNS_BASE, userns_clash
 
@@ -43,7 +55,7 @@ class OciRuntime(Runtime):
         # network namespace contend made ("failed to setns into net namespace: operation not permitted")
         userns = spec.userns and self.does_userns and not spec.netns
         if userns and (clash := userns_clash()):
-            raise RuntimeError_(f"{self.name}: no user namespace for {spec.name}: {clash} (or set userns: false)")
+            raise RuntimeFailed(f"{self.name}: no user namespace for {spec.name}: {clash} (or set userns: false)")
         if userns and spec.data_dir is not None:
             os.chown(spec.data_dir, USERNS_BASE, USERNS_BASE)  # the container's root writes it
         write_bundle(bundle, oci_config(spec.name, spec.command, spec.limits, cg.relpath, spec.data_dir,
@@ -56,7 +68,7 @@ class OciRuntime(Runtime):
             p = run_atomic(self.cli_for(spec.name, "create", "--bundle", str(bundle), spec.name),
                            stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         if p.returncode != 0:
-            raise RuntimeError_(f"{self.name} create {spec.name}: {last_line(log.read_text()) or p.returncode}")
+            raise RuntimeFailed(f"{self.name} create {spec.name}: {last_line(log.read_text()) or p.returncode}")
         self.track(c)
         check(self.cli_for(spec.name, "start", spec.name), f"{self.name} start {spec.name}")
         return c

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from ..cgroups import Limits
 from ..paths import STATE
-from .security import (DEFAULT_CAPS, MASKED_PATHS, NOFILE, READONLY_PATHS, pids_limit, seccomp, secrets,
-                       userns_mappings)
+from .security import DEFAULT_CAPS, MASKED_PATHS, NOFILE, READONLY_PATHS, pids_limit, seccomp, secrets, userns_mappings
 
 RO_BINDS = ("/usr", "/etc")
 USR_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
@@ -105,7 +104,8 @@ def oci_config(name: str, command: list[str], limits: Limits, cgroups_path: str,
         {"destination": "/run", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "mode=755"]},
     ]
     for src in host_binds():
-        mounts.append({"destination": src, "type": "bind", "source": src, "options": ["rbind", "ro", "nosuid", "nodev"]})
+        mounts.append({"destination": src, "type": "bind", "source": src,
+                       "options": ["rbind", "ro", "nosuid", "nodev"]})
     mounts += secret_masks()
     if data_dir is not None:
         mounts.append({"destination": "/data", "type": "bind", "source": str(data_dir),

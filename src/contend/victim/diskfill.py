@@ -15,18 +15,17 @@ from string import ascii_lowercase
 
 from ..cgroups import Limits
 from ..doctor import ensure_capacity
-from ..doctor.calibrate import device_of
-from ..doctor.facts import meminfo
+from ..doctor.calibrate import device_of, meminfo
 from ..load.fio import iops_log, victim_argv, victim_figures, victim_prepare
 from ..metrics import StepWindow
 from ..paths import DATA, free_space
-from ..runner import TrialResult, reset_host
-from ..runtimes import RuntimeError_
+from ..report.victim import refresh_victim
+from ..runtimes import RuntimeFailed
 from ..spec import SpecError, size_bytes
 from ..spec.victim import DiskFillStudy
 from ..store import TrialRecord
 from ..study import Advance, Study, facts_of_trial, unavailable
-from .tenants import Tenants, stop
+from ..tenants import Tenants, TrialResult, reset_host, stop
 
 BASELINE = "baseline"
 VICTIM = "d"
@@ -51,7 +50,10 @@ def space_problem(free_bytes: int, need_bytes: int, margin_bytes: int, where: st
 
 class DiskFill(Study):
     spec: DiskFillStudy
+    kind = "diskfill"
+    model = DiskFillStudy
     title = "disk-fill attack"
+    report = staticmethod(refresh_victim)
     unit = "trials"
 
     def tenants(self) -> list[str]:
@@ -144,7 +146,7 @@ class FillTrial:
                     self.rec.status = "ok"
                 finally:  # what was measured stays, whatever ends the trial
                     samples = t.stop_sampling()
-        except (RuntimeError_, OSError, ValueError) as e:
+        except (RuntimeFailed, OSError, ValueError) as e:
             self.rec.reason = str(e)
             if any(st.phase == BASELINE for st in self.steps):  # measured before the failure: it stands
                 self.rec.status = "ok"

@@ -16,18 +16,18 @@ from collections import defaultdict
 
 from ..cgroups import IoLimit, Limits
 from ..doctor import ensure_capacity
-from ..doctor.facts import meminfo
+from ..doctor.calibrate import meminfo
 from ..load.database import DATABASES, ClientResult, Database, DatabaseError
 from ..metrics import StepWindow
-from ..metrics.degradation import converged
-from ..runner import TrialResult, reset_host
-from ..runtimes import RuntimeError_
+from ..metrics.victim import converged
+from ..report.victim import refresh_victim
+from ..runtimes import RuntimeFailed
 from ..runtimes.base import last_line
 from ..spec import size_bytes
 from ..spec.victim import OltpStudy
 from ..store import TrialRecord
 from ..study import Advance, Study, facts_of_trial, need_space, unavailable
-from .tenants import Tenants
+from ..tenants import Tenants, TrialResult, reset_host
 
 VICTIM, DISRUPTOR = "victim", "disruptor"
 SETUP_S = 12.0  # containers, server init and data load: for the ETA
@@ -59,7 +59,10 @@ SYSBENCH_BYTES_PER_ROW = 250
 
 class OltpVictim(Study):
     spec: OltpStudy
+    kind = "oltp"
+    model = OltpStudy
     title = "database victim"
+    report = staticmethod(refresh_victim)
     unit = "trials"
     fans_out = False  # a cell's repetitions go on until its interval settles, at the rate its first one measured
 
@@ -76,7 +79,8 @@ class OltpVictim(Study):
         cal = ensure_capacity(["disk"], say=lambda s: self.console.print(s))
         pool = size_bytes(spec.memory_pool) if spec.memory_pool else meminfo()["MemTotal"]
         capacity = {"cpus": cal["cpus"], "memory_pool_bytes": pool,
-                    **{k: cal[k] for k in ("disk_device", "disk_write_bw_bytes_s", "disk_read_iops", "disk_write_iops")}}
+                    **{k: cal[k] for k in ("disk_device", "disk_write_bw_bytes_s", "disk_read_iops",
+                                           "disk_write_iops")}}
         f = spec.share
         limits = Limits(cpu=f * capacity["cpus"], memory=int(f * pool), io=(IoLimit(
             capacity["disk_device"], rbps=int(f * capacity["disk_write_bw_bytes_s"]),
@@ -99,7 +103,8 @@ class OltpVictim(Study):
                 return None
             rec = TrialRecord(f"{rt}.{db}.r{rep}", rt, "oltp", db, rep, "failed", "", time.time(), time.time(),
                               {"share": f, "disruptors": spec.disruptors, "load": ld.model_dump(),
-                               "scale": spec.scale.model_dump()}, capacity, facts_of_trial(host_facts, runnable.get(rt)))
+                               "scale": spec.scale.model_dump()}, capacity,
+                              facts_of_trial(host_facts, runnable.get(rt)))
             if unavailable(rt, runnable):
                 if rep > 1:
                     return None  # said once per cell
@@ -169,7 +174,7 @@ class OltpTrial:
                     self.rec.status = "ok"
                 finally:  # what was measured stays, whatever ends the trial
                     samples = t.stop_sampling()
-        except (RuntimeError_, DatabaseError, OSError) as e:
+        except (RuntimeFailed, DatabaseError, OSError) as e:
             self.rec.reason = str(e)
             if any(st.phase == "base" for st in self.steps):  # measured before the failure: it stands
                 self.rec.status = "ok"

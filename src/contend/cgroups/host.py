@@ -1,0 +1,67 @@
+"""The host's cgroup layout (v1, hybrid or v2), detected once from /proc/mounts."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .base import PREFIX, Cgroup
+from .v1 import V1Cgroup, v1_hierarchies
+from .v2 import V2Cgroup
+
+
+@dataclass
+class CgroupHost:
+    """What this host's cgroups look like. mode is "v1", "hybrid" or "v2"."""
+
+    mode: str
+    v1: dict[str, Path] = field(default_factory=dict)  # controller -> hierarchy mount
+    unified: Path | None = None  # cgroup2 mount (v2 root, or the hybrid's unified tree)
+
+    def cgroup(self, relpath: str) -> Cgroup:
+        """The cgroup that holds limits and kernel counters for a container."""
+        if self.mode == "v2":
+            return V2Cgroup(relpath, self.unified)
+        return V1Cgroup(relpath, self.v1)
+
+    def tracking(self, relpath: str) -> V2Cgroup | None:
+        """A cgroup in the unified tree whose inode is the bpftrace `cgroup` id of its tasks.
+
+        On v2 it is the container's own cgroup; on a hybrid host a controller-less mirror
+        (as systemd keeps one); on pure v1 there is none, and eBPF attribution by cgroup is not possible.
+        """
+        if self.unified is None:
+            return None
+        return V2Cgroup(relpath, self.unified)
+
+    def controllers(self) -> list[str]:
+        if self.mode == "v2":
+            return (self.unified / "cgroup.controllers").read_text().split()
+        return sorted(self.v1)
+
+    def roots(self) -> list[Path]:
+        """Every directory below which contend's cgroups live (for `contend clean`)."""
+        bases = set(self.v1.values())
+        if self.unified is not None:
+            bases.add(self.unified)
+        return sorted(b / PREFIX for b in bases)
+
+
+def detect(mounts: str | None = None) -> CgroupHost:
+    if mounts is None:
+        mounts = Path("/proc/mounts").read_text()
+    v1 = v1_hierarchies(mounts)
+    unified = None
+    for line in mounts.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] == "cgroup2":
+            unified = Path(parts[1])
+            break
+    if not v1 and unified is not None:
+        mode = "v2"
+    elif v1 and unified is not None:
+        mode = "hybrid"
+    elif v1:
+        mode = "v1"
+    else:
+        mode = "none"
+    return CgroupHost(mode=mode, v1=v1, unified=unified)

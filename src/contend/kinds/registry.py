@@ -1,0 +1,47 @@
+"""The registry: a spec's `kind` → its Study; parse, load and refresh by kind."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from ..guard.study import ProtectionStudy
+from ..parallel.study import ParallelSuite
+from ..report.page import Written, read_yaml
+from ..runner.study import IsolationStudy
+from ..spec import StudyKind, load_as, parse_as
+from ..store import Store
+from ..study import Study
+from ..victim.diskfill import DiskFill
+from ..victim.oltp import OltpVictim
+
+KINDS: dict[str, type[Study]] = {k.kind: k for k in (
+    IsolationStudy,  # kind: isolation (the default), Volpert et al.
+    ParallelSuite,  # kind: parallel, CoPTS
+    ProtectionStudy,  # kind: guard, the guard judged against Aridac's workloads
+    DiskFill,  # kind: diskfill, Kim et al.
+    OltpVictim,  # kind: oltp, Xavier et al.
+)}
+MODELS = {name: k.model for name, k in KINDS.items()}
+
+
+def parse(text: str, source: str = "spec") -> StudyKind:
+    """The spec in `text`, as the model of its kind; SpecError (one line) otherwise."""
+    return parse_as(MODELS, text, source)
+
+
+def load(path: str | Path) -> StudyKind:
+    """The spec in the file at `path`, as the model of its kind; SpecError (one line) otherwise."""
+    return load_as(MODELS, path)
+
+
+def study_for(spec: StudyKind, directory: Path, console: Console | None) -> Study:
+    """The study that runs a spec of its kind."""
+    return KINDS[spec.kind](spec, directory, console)
+
+
+def refresh(directory: Path, store: Store, title: str) -> Written:
+    """Everything a results directory shows, from its store, by its kind's report (spec.yaml says the kind; a
+    directory without one is an isolation study's)."""
+    kind = read_yaml(directory / "spec.yaml").get("kind", "isolation")
+    return KINDS.get(kind, IsolationStudy).report(directory, store, title)

@@ -1,0 +1,95 @@
+"""metrics: pure functions over sample arrays (DESIGN §3). Never starts a process."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .curves import SAME_QUANTITY_AS_HOST, Curve
+from .isolation import (
+    RefPoint,
+    curve_metrics,
+    escape_ratio,
+    isolation_percentiles,
+    per_second,
+    reference_point,
+)
+from .stats import mean_ci, similarity_ci
+
+NAN = float("nan")
+
+
+
+def trial_metrics(curve: Curve, l_d: float, threshold: float = 0.05, alpha: float = 0.01,
+                  decided: RefPoint | None = None) -> dict[str, float]:
+    """All metrics of one trial in one view: curve metrics, escape ratio, isolation percentiles (per second).
+    `decided`: the change point of another view of the same quantity (trial_refs)."""
+    m = curve_metrics(curve.w_d_ideal, curve.w_a, curve.groups, threshold, alpha, decided)
+    m["escape"] = escape_ratio(float(curve.w_d[-1]), l_d)
+    # isol against the undisturbed level (resctl's convention), per second
+    m.update(isolation_percentiles(per_second(curve.bucket_t, curve.bucket_w_a), float(curve.w_a[0])))
+    return m
+
+
+def trial_refs(curves_: list[Curve], threshold: float = 0.05, alpha: float = 0.01) -> dict[str, RefPoint | None]:
+    """Per view, the change point its metrics use: a trial's host and eBPF views count the same quantity
+    (CPU time, bytes) twice, so the host view's test decides for both; a borderline step must not put the
+    reference at the start in one and at the last step in the other (0.08 of I_intFree apart, in a real
+    runc escape trial). The guest view measures something else (throughput) and decides for itself."""
+    host = next((c for c in curves_ if c.view == "host"), None)
+    shared = reference_point(host.w_d_ideal, host.w_a, host.groups, threshold, alpha) if host else None
+    return {c.view: shared if c.view in ("host", *SAME_QUANTITY_AS_HOST) else None for c in curves_}
+
+
+def host_speedup(curves_: list[Curve]) -> float:
+    """CPU trials: the most work per CPU-second the abiding tenant did in any step, over the baseline's (the
+    guest view's work over the host view's CPU time, 1 = the same speed throughout). A neighbour can slow a
+    tenant's work per CPU-second (caches, memory bandwidth) but never speed it up, so a value above 1 is the
+    host itself running faster than during the baseline (a VM's hypervisor sharing its cores): the guest
+    view's figures then measure the host as much as the isolation. nan without both views."""
+    by = {c.view: c for c in curves_}
+    if "guest" not in by or "host" not in by:
+        return NAN
+    guest, host = by["guest"].w_a, by["host"].w_a
+    if not host[0] > 0 or not guest[0] > 0:
+        return NAN
+    busy = host > 0.1 * host[0]  # a step with (almost) no CPU time has no speed to read
+    return float(np.max((guest[busy] / host[busy]) / (guest[0] / host[0])))
+
+
+def trial_rows(resource: str, curves_: list[Curve], l_d: float, threshold: float = 0.05,
+               alpha: float = 0.01) -> list[tuple[str, str, float]]:
+    """Every (view, metric, value) of one trial: each view's metrics, the change point shared where two views
+    count the same quantity, and for CPU the guest view's caveat (host_speedup, flagged by the table)."""
+    refs = trial_refs(curves_, threshold, alpha)
+    rows = [(c.view, k, v) for c in curves_ for k, v in trial_metrics(c, l_d, threshold, alpha, refs[c.view]).items()]
+    if resource == "cpu" and math.isfinite(speed := host_speedup(curves_)):
+        rows.append(("guest", "host_speedup", speed))
+    return rows
+
+
+def aggregate(rows: list[dict]) -> list[dict]:
+    """Per-trial rows (runtime, scenario, resource, view, metric, value[, trial_id]) → mean and 95 % CI per
+    cell. S_I of a cell is Volpert's: min/max of the cell's mean I_intFree and mean I_plr (similarity_ci),
+    not the mean of per-trial S_I; the two agree only at n = 1."""
+    cells: dict[tuple, list[float]] = {}
+    pairs: dict[tuple, dict[object, dict[str, float]]] = {}
+    for i, r in enumerate(rows):
+        key = (r["runtime"], r["scenario"], r["resource"], r["view"])
+        if r["metric"] in ("I_intFree", "I_plr"):
+            pairs.setdefault(key, {}).setdefault(r.get("trial_id", i), {})[r["metric"]] = r["value"]
+        if r["metric"] != "S_I":
+            cells.setdefault((*key, r["metric"]), []).append(r["value"])
+    out = []
+    for (rt, sc, res, view, metric), values in cells.items():
+        mean, lo, hi, n = mean_ci(values)
+        out.append({"runtime": rt, "scenario": sc, "resource": res, "view": view, "metric": metric,
+                    "value": mean, "ci_low": lo, "ci_high": hi, "n": n})
+    for (rt, sc, res, view), trials in pairs.items():
+        both = [(t["I_intFree"], t["I_plr"]) for t in trials.values() if "I_intFree" in t and "I_plr" in t]
+        value, lo, hi, n = similarity_ci([a for a, _ in both], [b for _, b in both])
+        if n == 0:
+            continue
+        out.append({"runtime": rt, "scenario": sc, "resource": res, "view": view, "metric": "S_I",
+                    "value": value, "ci_low": lo, "ci_high": hi, "n": n})
+    return out

@@ -1,0 +1,160 @@
+"""The code's layout, checked from its source: the import graph has no circles and no upward edges, every kind
+of study is found through the registry, and `make lint` passes. (No root, no host.)"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contend.kinds import KINDS, MODELS
+from contend.study import Study
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+ROOT = SRC.parent
+
+
+def modules() -> dict[str, tuple[Path, bool]]:
+    """contend's modules: dotted name → (file, is a package's __init__)."""
+    out = {}
+    for f in (SRC / "contend").rglob("*.py"):
+        parts = list(f.relative_to(SRC).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (f, is_pkg)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every import of a contend module by another, at any depth of the file (a function's lazy import
+    counts: it closes a circle all the same). `from pkg import name` is an edge to pkg.name when that is a
+    module, else to pkg."""
+    mods = modules()
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for m, (f, is_pkg) in mods.items():
+        pkg = m if is_pkg else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            else:
+                continue
+            for t in targets:
+                while t not in mods and "." in t:
+                    t = t.rsplit(".", 1)[0]
+                if t in mods and t != m and t.startswith("contend"):
+                    edges[m].add(t)
+    return edges
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in edges[todo.pop()]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def under(names: set[str], *packages: str) -> set[str]:
+    return {n for n in names if any(n == p or n.startswith(p + ".") for p in packages)}
+
+
+def test_the_check_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_itself_around_a_circle():
+    assert circles(import_graph()) == []
+
+
+def test_no_upward_imports():
+    g = import_graph()
+    studies = ("contend.study", "contend.kinds", "contend.runner", "contend.report", "contend.parallel",
+               "contend.victim", "contend.guard.study", "contend.guard.evaluation", "contend.cli")
+    # the guard daemon runs on hosts that matter, alone: no study code comes with it
+    assert under(reachable(g, "contend.guard.daemon"), *studies) == set()
+    # metrics are pure functions over measured data: they know neither specs nor the store
+    for m in under(set(g), "contend.metrics"):
+        assert under(g[m], "contend.spec", "contend.store", "contend.study") == set(), m
+    assert under(reachable(g, "contend.store"), "contend.metrics", "contend.spec") == set()
+    # the registry is the top: only the CLI and what fans a study out reach for it
+    assert {m for m, to in g.items() if "contend.kinds" in to} <= {"contend.cli", "contend.cluster.collect"}
+    # the lower floors know no study
+    for low in ("contend.cgroups", "contend.runtimes", "contend.probes", "contend.load", "contend.network",
+                "contend.store", "contend.spec", "contend.metrics"):
+        for m in under(set(g), low):
+            assert under(g[m], *studies) == set(), m
+
+
+def test_every_kind_is_registered_once_and_found_through_the_registry():
+    def subclasses(c: type) -> set[type]:
+        return {s for d in c.__subclasses__() for s in (d, *subclasses(d))}
+    assert set(KINDS.values()) == subclasses(Study)  # a Study subclass not registered is a kind no one can run
+    for name, kind in KINDS.items():
+        assert kind.kind == name and MODELS[name] is kind.model and kind.title and callable(kind.report)
+        assert kind.model.model_fields["kind"].annotation.__args__ == (name,)  # the spec's Literal is its name
+
+
+def test_no_logic_hides_in_a_package_init():
+    """A package's __init__ re-exports; the logic lives in named modules, so a reader finds `find` in
+    clean/leftovers.py, not behind the folder's name."""
+    for f, is_pkg in modules().values():
+        if is_pkg:
+            assert not logic_in(f), f"{f}: {logic_in(f)} belong in a named module of the package"
+
+
+def logic_in(f: Path) -> list[str]:
+    return [n.name for n in ast.parse(f.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+
+
+def test_lint_passes():
+    ruff = Path(sys.executable).parent / "ruff"
+    if not ruff.exists():
+        pytest.skip("ruff is not installed in this environment (make setup installs it)")
+    p = subprocess.run([str(ruff), "check", "src", "tests", "bench", "deploy", "scripts"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout[-3000:]
