@@ -13,7 +13,8 @@ import time
 
 import numpy as np
 
-from contend.metrics import Samples, StepWindow, curves, trial_metrics
+from contend.kinds.isolation.rows import trial_metrics
+from contend.metrics import Samples, StepWindow, curves
 
 TARGET_S = 2.0
 

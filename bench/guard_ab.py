@@ -1,7 +1,7 @@
 """One guard policy under two settings, side by side: A/B/A/B runs of an Aridac workload (issue 26).
 
 Each round runs the workload once with the study's guard settings (A) and once with `--set KEY=VALUE` on top
-(B), back to back, real containers as `contend run` does (guard/evaluation.py), each run into its own store.
+(B), back to back, real containers as `contend run` does (kinds/protection/trial.py), each run into its own store.
 Prints per run the victim's isol mean and p05 (host view), its p99 latency impact and the neighbour's MB/s
 during the burst, then each figure's mean under A and under B (the figures the guard table reports).
 
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from contend.doctor import ensure_capacity
-from contend.guard.evaluation import run_protection_trial
 from contend.kinds import load
-from contend.report.protection import load_run, run_metrics
+from contend.kinds.protection.report import load_run, run_metrics
+from contend.kinds.protection.trial import run_protection_trial
 from contend.store import Store
 
 FIGURES = (("host", "isol_mean"), ("host", "isol_p05"), ("guest", "lat_p99_imp"), ("host", "neighbour_mb_s"))

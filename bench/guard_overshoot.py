@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contend.report.protection import io_series
+from contend.kinds.protection.report import io_series
 from contend.store import Store
 
 

@@ -18,8 +18,8 @@ import numpy as np
 from rich.console import Console
 
 from contend.kinds import parse
+from contend.kinds.isolation.analyze import settings
 from contend.metrics import curves
-from contend.report.analyze import settings
 from contend.store import Store
 
 TARGET = 0.03
@@ -57,7 +57,7 @@ def main() -> None:
     if args.src:
         report(args.src)
         return
-    from contend.runner.study import IsolationStudy as Study
+    from contend.kinds.isolation.study import IsolationStudy as Study
     spec = parse(f"name: ramp-fidelity\nruntimes: [{args.runtime}]\nscenarios: [harmony]\n"
                  f"resources: [{args.resources}]\ntrial: {{baseline_s: 3, steps: {args.steps}, "
                  f"step_s: {args.step_s}}}\n", "bench")

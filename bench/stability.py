@@ -34,7 +34,7 @@ def read_run(directory: Path, reanalyze: bool = False) -> tuple[dict, dict]:
     """(cells: (runtime, scenario, resource, view, metric) -> value, trials: trial id -> {(view, metric): value}).
     `reanalyze`: the metrics of the recorded samples computed again by this version (as `contend report`)."""
     if reanalyze:
-        from contend.report.analyze import analyze
+        from contend.kinds.isolation.analyze import analyze
         with Store(directory) as store:
             analyze(directory, store)
     with Store(directory, read_only=True) as store:
@@ -126,7 +126,7 @@ def main() -> None:
     if args.src:
         raise SystemExit(report(args.src, args.reanalyze))
     from contend.interrupts import INTERRUPTED
-    from contend.runner.study import IsolationStudy as Study
+    from contend.kinds.isolation.study import IsolationStudy as Study
     spec = load(args.spec)
     if args.runtimes:  # validated again, as a spec file naming them would be
         spec = type(spec).model_validate({**spec.model_dump(), "runtimes": args.runtimes.split(",")})

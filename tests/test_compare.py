@@ -131,12 +131,13 @@ def metric_names_of_every_kind() -> set[str]:
     """What each kind's own pure producers write into metrics.csv, from synthetic inputs."""
     import numpy as np
 
+    from contend.kinds.isolation.rows import trial_rows
+    from contend.kinds.parallel.benchmarks import BENCHMARKS
+    from contend.kinds.parallel.metrics import Run, scaling_metrics
+    from contend.kinds.protection.metrics import guest_metrics, protection_metrics
+    from contend.kinds.victim.metrics import DISKFILL_RULES, OLTP_RULES, Window, paired
     from contend.load.fio import victim_figures
-    from contend.metrics import Curve, trial_rows
-    from contend.metrics.protection import guest_metrics, protection_metrics
-    from contend.metrics.scaling import Run, scaling_metrics
-    from contend.metrics.victim import DISKFILL_RULES, OLTP_RULES, Window, paired
-    from contend.parallel.benchmarks import BENCHMARKS
+    from contend.metrics import Curve
 
     x = np.linspace(0, 1, 5)
     views = [Curve(v, x, x, 0.5 - 0.2 * x, np.arange(10.0), np.full(10, 0.4)) for v in ("host", "ebpf", "guest")]

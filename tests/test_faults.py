@@ -233,7 +233,7 @@ def test_an_interrupt_python_swallowed_still_stops_the_study(tmp_path):
 
     from contend.interrupts import INTERRUPTED
     from contend.kinds import load
-    from contend.runner.study import IsolationStudy as Study
+    from contend.kinds.isolation.study import IsolationStudy as Study
     study = Study(load(tiny_spec(tmp_path / "s.yaml")), tmp_path / "res", Console(quiet=True))
     ran = []
     INTERRUPTED.set()

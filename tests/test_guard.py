@@ -314,7 +314,7 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
 
 def test_the_victims_own_view_comes_from_every_io():
     """fio's per-I/O log → throughput and mean latency per 100 ms; a bucket without completions is a 0."""
-    from contend.guard.evaluation import io_buckets
+    from contend.kinds.protection.trial import io_buckets
     ios = np.array([[0.01, 1.0, 262144], [0.05, 3.0, 262144], [0.31, 10.0, 131072]])  # s, ms, bytes
     t, done, lat = io_buckets(ios)
     assert t == pytest.approx([0.0, 0.1, 0.2, 0.3])

@@ -113,21 +113,35 @@ def test_no_module_imports_itself_around_a_circle():
 
 def test_no_upward_imports():
     g = import_graph()
-    studies = ("contend.study", "contend.kinds", "contend.runner", "contend.report", "contend.parallel",
-               "contend.victim", "contend.guard.study", "contend.guard.evaluation", "contend.cli")
+    studies = ("contend.study", "contend.kinds", "contend.report", "contend.cli")
     # the guard daemon runs on hosts that matter, alone: no study code comes with it
     assert under(reachable(g, "contend.guard.daemon"), *studies) == set()
-    # metrics are pure functions over measured data: they know neither specs nor the store
-    for m in under(set(g), "contend.metrics"):
+    # metrics are pure functions over measured data: they know neither specs nor the store (a kind's own too)
+    for m in under(set(g), "contend.metrics") | {m for m in g if m.startswith("contend.kinds.") and
+                                                 m.endswith(".metrics")}:
         assert under(g[m], "contend.spec", "contend.store", "contend.study") == set(), m
     assert under(reachable(g, "contend.store"), "contend.metrics", "contend.spec") == set()
     # the registry is the top: only the CLI and what fans a study out reach for it
-    assert {m for m, to in g.items() if "contend.kinds" in to} <= {"contend.cli", "contend.cluster.collect"}
-    # the lower floors know no study
+    assert {m for m, to in g.items() if under(to, "contend.kinds.registry") or "contend.kinds" in to} <= {
+        "contend.cli", "contend.cluster.collect", "contend.kinds"}
+    # the lower floors know no study; what every kind's report shares (report/) knows no kind
     for low in ("contend.cgroups", "contend.runtimes", "contend.probes", "contend.load", "contend.network",
-                "contend.store", "contend.spec", "contend.metrics"):
+                "contend.store", "contend.spec", "contend.metrics", "contend.guard", "contend.doctor",
+                "contend.tenants", "contend.measured", "contend.clean"):
         for m in under(set(g), low):
             assert under(g[m], *studies) == set(), m
+    for m in under(set(g), "contend.report"):
+        assert under(g[m], "contend.kinds", "contend.study", "contend.cli") == set(), m
+
+
+def test_a_kind_lives_in_its_folder_and_imports_no_other_kind():
+    g = import_graph()
+    folders = {m.split(".")[2] for m in g if m.startswith("contend.kinds.") and m.count(".") >= 3}
+    assert folders == {"isolation", "parallel", "protection", "victim"}
+    for m in under(set(g), *(f"contend.kinds.{k}" for k in folders)):
+        own = ".".join(m.split(".")[:3])
+        others = under(g[m], "contend.kinds") - under(g[m], own)
+        assert others == set(), f"{m} imports another kind: {sorted(others)}"
 
 
 def test_every_kind_is_registered_once_and_found_through_the_registry():

@@ -253,7 +253,7 @@ def test_an_iops_limit_caps_the_disk_load(tenant):
 
 
 def test_a_disk_limit_is_iops_at_4k_and_bytes_at_larger_blocks():
-    from contend.runner import limits_for
+    from contend.kinds.isolation.trial import limits_for
     cap = {"disk_device": "254:0", "disk_write_iops": 1000.0}
     assert limits_for("disk", 0.5, {**cap, "disk_block": "4K"}).io[0].wiops == 500
     (lim,) = limits_for("disk", 0.5, {**cap, "disk_block": "1M"}).io
@@ -263,7 +263,7 @@ def test_a_disk_limit_is_iops_at_4k_and_bytes_at_larger_blocks():
 def test_the_disk_unit_is_the_calibration_at_the_spec_block_size():
     from contend.doctor.calibrate import write_iops_key
     from contend.kinds import parse
-    from contend.runner import generator_for, trial_capacity
+    from contend.kinds.isolation.trial import generator_for, trial_capacity
     spec = parse("name: d\nruntimes: [runc]\nscenarios: [harmony]\nresources: [disk]\n"
                  "capacity: {disk_block: 1M}\n", "s.yaml")
     assert write_iops_key("4K") == "disk_write_iops" and write_iops_key("1m") == "disk_write_iops_1M"
@@ -280,7 +280,7 @@ def test_a_1m_disk_limit_caps_the_disk_load_by_its_bytes(tenant):
     of a 1M load is bytes, and it holds in the load's own figures."""
     require("fio")
     from contend.doctor.calibrate import device_of
-    from contend.runner import limits_for
+    from contend.kinds.isolation.trial import limits_for
     rt, make, data, agent = tenant
     cap = {"disk_device": device_of(data), "disk_write_iops": 400.0, "disk_block": "1M"}
     c = make(limits_for("disk", 0.25, cap))  # 100 × 1 MiB/s

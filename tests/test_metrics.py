@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+from contend.kinds.isolation.rows import trial_metrics
 from contend.metrics import (
     Samples,
     StepWindow,
@@ -18,7 +19,6 @@ from contend.metrics import (
     reference_point,
     similarity,
     similarity_ci,
-    trial_metrics,
 )
 from contend.metrics.isolation import RefPoint, area, i_base, i_end, i_int_base, i_int_free, non_isolated_area
 
@@ -276,7 +276,8 @@ def test_disk_curves_count_bytes_at_the_spec_block_size():
 def test_the_host_and_ebpf_views_share_the_hosts_change_point():
     """The same CPU time counted twice must not get two change points from a borderline step (in a real runc
     escape trial the last step's test passed in one view and not in the other: I_intFree 0.90 against 0.82)."""
-    from contend.metrics import Curve, trial_refs
+    from contend.kinds.isolation.rows import trial_refs
+    from contend.metrics import Curve
     xs = np.linspace(0, 0.75, 5)
     rng = np.random.default_rng(3)
     host_groups = [0.5 + rng.normal(0, 0.03, 14) for _ in range(4)] + [0.47 + rng.normal(0, 0.06, 14)]
@@ -298,7 +299,8 @@ def test_the_hosts_own_speed_is_read_from_work_per_cpu_second():
     every step, as a harmony trial's host view reads) and the work doubling after the baseline, the host did
     twice the work per CPU-second: no neighbour can do that, the baseline ran on a slow host (a real crun
     harmony trial: 95-111k matrix products/s for 4 s, then 219k, guest I_plr 2.02)."""
-    from contend.metrics import Curve, host_speedup
+    from contend.kinds.isolation.rows import host_speedup
+    from contend.metrics import Curve
     xs = np.linspace(0, 1, 5)
     host = Curve("host", xs, xs, np.full(5, 0.5), np.arange(5.0), np.full(5, 0.5))
     slow_start = Curve("guest", xs, xs, np.array([0.25, 0.26, 0.5, 0.5, 0.49]), np.arange(5.0), np.full(5, 0.5))

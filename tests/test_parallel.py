@@ -13,8 +13,7 @@ import duckdb
 import pytest
 
 from contend.kinds import parse
-from contend.metrics.scaling import Run, jain, scaling_metrics
-from contend.parallel.benchmarks import (
+from contend.kinds.parallel.benchmarks import (
     BENCHMARKS,
     BenchmarkError,
     build_tools,
@@ -27,6 +26,7 @@ from contend.parallel.benchmarks import (
     parse_sysbench_cpu,
     parse_sysbench_memory,
 )
+from contend.kinds.parallel.metrics import Run, jain, scaling_metrics
 from contend.spec import SpecError
 
 from .conftest import IS_ROOT, needs_root, planned_trials, require
@@ -168,7 +168,7 @@ def test_jain_index():
 
 
 def test_concurrency_counts_the_runs_going_on_at_once():
-    from contend.metrics.scaling import concurrency
+    from contend.kinds.parallel.metrics import concurrency
     assert concurrency([(0, 10), (0, 10)]) == pytest.approx(2)
     assert concurrency([(0, 10), (10, 20)]) == pytest.approx(1)
     assert concurrency([(0, 10), (5, 15)]) == pytest.approx(1.5)
@@ -255,7 +255,7 @@ def test_small_study_runs_concurrently_and_reports_every_cell(small_study):
     reason = con.execute("SELECT reason FROM trials WHERE trial_id = 'runc.stream.isolated'").fetchone()[0]
     assert "OOM" in reason or "exited" in reason
     con.close()
-    from contend.report.scaling import load_runs
+    from contend.kinds.parallel.report import load_runs
     from contend.store import Store
     with Store(out, read_only=True) as store:
         trial = next(t for t in store.trials() if t["trial_id"] == "runc.stream.isolated")

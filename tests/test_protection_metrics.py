@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from contend.metrics.protection import guest_metrics, protection_metrics, reclaim, spare_capacity
+from contend.kinds.protection.metrics import guest_metrics, protection_metrics, reclaim, spare_capacity
 
 T = np.arange(0, 40, 0.1) + 0.05  # 100 ms buckets
 START, END = 10.0, 30.0

@@ -15,11 +15,11 @@ from matplotlib.collections import PolyCollection
 from matplotlib.image import imread
 
 from contend.kinds import refresh
+from contend.kinds.isolation.analyze import analyze, trial_curves
+from contend.kinds.protection.report import Run, alert_spans, run_timeline_figure, workload_figure
 from contend.metrics import Samples
-from contend.report import analyze, failures
-from contend.report.analyze import trial_curves
+from contend.report import failures
 from contend.report.figures import heatmap_figure, isolation_figure, timeline_figure
-from contend.report.protection import Run, alert_spans, run_timeline_figure, workload_figure
 from contend.report.table import TABLE4, table4
 from contend.spec import Metrics
 from contend.store import Store

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contend.kinds import MODELS, load, parse
-from contend.planner import plan
+from contend.kinds.isolation.plan import plan
 from contend.spec import STANDARD, SpecError
 
 from .conftest import contend

@@ -390,10 +390,11 @@ def compare(a: Path = typer.Argument(..., metavar="A", help="The baseline result
     overlap, and a verdict per cell. Exit 1 when a metric got significantly worse (intervals apart, B on
     the worse side), so it can gate a pipeline; 0 otherwise. Cells with one repetition have no interval
     and are reported as untested. Needs no root: reads only metrics.csv."""
+    from .kinds import headlines
     from .report.compare import as_json as to_json
     from .report.compare import compare_dirs, regressions, rich_compare
     try:
-        comps = compare_dirs(a, b, min_change)
+        comps = compare_dirs(a, b, min_change, headlines())
     except (ValueError, OSError) as e:
         fail(str(e).splitlines()[0])
     if as_json:

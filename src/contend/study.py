@@ -39,6 +39,18 @@ class Study:
     # the kind's report: writes everything a results directory shows from its store (a pure function of it)
     report: Callable[[Path, Store, str], Written]
 
+    def __init_subclass__(cls, kind: str, model: type[StudyKind], title: str,
+                          report: Callable[[Path, Store, str], Written], unit: str = "trials", **kw):
+        """A kind says what it is in its class line: `class X(Study, kind=..., model=..., title=..., report=...)`."""
+        super().__init_subclass__(**kw)
+        cls.kind, cls.model, cls.title, cls.unit, cls.report = kind, model, title, unit, staticmethod(report)
+
+    @staticmethod
+    def headlines() -> dict[str, int]:
+        """The direction (1 higher is better, -1 lower) of the headline figure of each resource this kind names
+        in metrics.csv where the metric's name does not say it (contend compare)."""
+        return {}
+
     def __init__(self, spec: StudyKind, directory: Path, console: Console):
         self.spec = spec
         self.dir = directory

@@ -11,7 +11,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from ..spec import GuardSettings, SpecError, Strict, format_error, yaml_problem
+from ..spec import SpecError, Strict, format_error, yaml_problem
 from .targets import check_selector
 
 # what a disk can deliver, bytes/s: a capacity outside these is a typo or a broken calibration, and a
@@ -36,6 +36,19 @@ def check_capacity(v: float) -> float:
     if not (isinstance(v, (int, float)) and math.isfinite(v) and MIN_CAPACITY <= v <= MAX_CAPACITY):
         raise ValueError(f"must be a rate from 1M to 1T bytes/s, got {v!r}")
     return float(v)
+
+
+class GuardSettings(Strict):
+    """The guard's tunables, shared by `contend guard` and guard studies."""
+
+    # collector and policy period; None: the policy's own (aridac 1000 ms as its authors' code, else 100)
+    period_ms: int | None = Field(default=None, ge=10, le=60_000)
+    window: int = Field(default=30, ge=1, le=100_000)  # N: periods in a target's lifeline
+    # elastic ratio P: cap = lifeline × (1 + P); None: the policy's own (aridac 0.35, contend 0.2)
+    p: float | None = Field(default=None, ge=0, le=100)
+    floor: float = Field(default=0.02, gt=0, lt=1)  # no cap below this share of the disk's capacity
+    # a cap in force is rewritten only when the policy moves it by more than this share (0: every move)
+    hysteresis: float = Field(default=0.0, ge=0, lt=1)
 
 
 class Disk(Strict):

@@ -5,15 +5,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..guard.study import ProtectionStudy
-from ..parallel.study import ParallelSuite
 from ..report.page import Written, read_yaml
-from ..runner.study import IsolationStudy
 from ..spec import StudyKind, load_as, parse_as
 from ..store import Store
 from ..study import Study
-from ..victim.diskfill import DiskFill
-from ..victim.oltp import OltpVictim
+from .isolation.study import IsolationStudy
+from .parallel.study import ParallelSuite
+from .protection.study import ProtectionStudy
+from .victim.diskfill import DiskFill
+from .victim.oltp import OltpVictim
 
 KINDS: dict[str, type[Study]] = {k.kind: k for k in (
     IsolationStudy,  # kind: isolation (the default), Volpert et al.
@@ -45,3 +45,8 @@ def refresh(directory: Path, store: Store, title: str) -> Written:
     directory without one is an isolation study's)."""
     kind = read_yaml(directory / "spec.yaml").get("kind", "isolation")
     return KINDS.get(kind, IsolationStudy).report(directory, store, title)
+
+
+def headlines() -> dict[str, int]:
+    """Every kind's headline directions (contend compare)."""
+    return {name: d for k in KINDS.values() for name, d in k.headlines().items()}

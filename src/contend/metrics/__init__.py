@@ -12,10 +12,9 @@ from .isolation import (
     reference_point,
     similarity,
 )
-from .stats import mean_ci, similarity_ci
-from .trial import NAN, aggregate, host_speedup, trial_metrics, trial_refs, trial_rows
+from .stats import aggregate, mean_ci, similarity_ci
 
 __all__ = ["Curve", "Samples", "StepWindow", "capacity_of", "curves", "curve_metrics", "degradation",
            "escape_ratio", "i_plr", "isolation_percentiles", "reference_point", "similarity", "mean_ci",
-           "per_second", "similarity_ci", "trial_refs", "RefPoint", "SAME_QUANTITY_AS_HOST", "NAN",
-           "trial_metrics", "trial_rows", "aggregate", "host_speedup"]
+           "per_second", "similarity_ci", "aggregate", "RefPoint", "SAME_QUANTITY_AS_HOST",
+           "host_speedup"]

@@ -13,10 +13,10 @@ DIRECTION: dict[str, int] = {
     "I_plr": HIGHER, "I_intFree": HIGHER, "S_I": HIGHER, "I_intBase": HIGHER, "I_end": HIGHER, "I_base": HIGHER,
     "isol_mean": HIGHER, "isol_p01": HIGHER, "isol_p05": HIGHER, "isol_p50": HIGHER,
     "loss": LOWER, "escape": LOWER, "W_d_ref": DESCRIPTIVE, "W_a_ref": DESCRIPTIVE, "host_speedup": DESCRIPTIVE,
-    # guard studies (metrics/protection.py): a latency impact is a cost
+    # guard studies (kinds/protection/metrics.py): a latency impact is a cost
     "work_conservation": HIGHER, "lat_imp": LOWER, "lat_p99_imp": LOWER, "reaction_s": LOWER, "reclaim_s": LOWER,
     "burst_completion_s": LOWER, "neighbour_mb_s": HIGHER,
-    # victim studies (metrics/victim.py): D and drops are losses, multipliers of latency are costs
+    # victim studies (kinds/victim/metrics.py): D and drops are losses, multipliers of latency are costs
     "D": LOWER, "read_iops_drop_pct": LOWER, "write_iops_drop_pct": LOWER, "read_iops_worst_drop_pct": LOWER,
     "write_iops_worst_drop_pct": LOWER, "read_lat_x": LOWER, "write_lat_x": LOWER, "read_p99_x": LOWER,
     "write_p99_x": LOWER, "lat_x": LOWER, "tps_base": DESCRIPTIVE, "tps_disturbed": HIGHER,
@@ -27,7 +27,7 @@ DIRECTION: dict[str, int] = {
     "device_util": DESCRIPTIVE, "device_queue_depth": DESCRIPTIVE, "device_wbytes_s": DESCRIPTIVE,
     "attackers_charged_pct": DESCRIPTIVE, "victim_charged_pct": DESCRIPTIVE, "victim_cpu": DESCRIPTIVE,
     "oom_kills": LOWER,
-    # the parallel suite (metrics/scaling.py): the benchmarks' figures, and what says how even a share was
+    # the parallel suite (kinds/parallel/metrics.py): the benchmarks' figures, and what says how even a share was
     "mflops": HIGHER, "ghz": HIGHER, "copy_mb_s": HIGHER, "scale_mb_s": HIGHER, "add_mb_s": HIGHER,
     "triad_mb_s": HIGHER, "events_s": HIGHER, "mib_s": HIGHER, "iops": HIGHER, "lat_mean_us": LOWER,
     "seconds": LOWER,

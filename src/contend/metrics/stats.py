@@ -43,3 +43,30 @@ def similarity_ci(i_int_free, i_plr, level: float = 0.95, resamples: int = 2000,
         return value, math.nan, math.nan, n
     q = (1 - level) / 2
     return value, float(np.quantile(boot, q)), float(np.quantile(boot, 1 - q)), n
+
+
+def aggregate(rows: list[dict]) -> list[dict]:
+    """Per-trial rows (runtime, scenario, resource, view, metric, value[, trial_id]) → mean and 95 % CI per
+    cell. S_I of a cell is Volpert's: min/max of the cell's mean I_intFree and mean I_plr (similarity_ci),
+    not the mean of per-trial S_I; the two agree only at n = 1."""
+    cells: dict[tuple, list[float]] = {}
+    pairs: dict[tuple, dict[object, dict[str, float]]] = {}
+    for i, r in enumerate(rows):
+        key = (r["runtime"], r["scenario"], r["resource"], r["view"])
+        if r["metric"] in ("I_intFree", "I_plr"):
+            pairs.setdefault(key, {}).setdefault(r.get("trial_id", i), {})[r["metric"]] = r["value"]
+        if r["metric"] != "S_I":
+            cells.setdefault((*key, r["metric"]), []).append(r["value"])
+    out = []
+    for (rt, sc, res, view, metric), values in cells.items():
+        mean, lo, hi, n = mean_ci(values)
+        out.append({"runtime": rt, "scenario": sc, "resource": res, "view": view, "metric": metric,
+                    "value": mean, "ci_low": lo, "ci_high": hi, "n": n})
+    for (rt, sc, res, view), trials in pairs.items():
+        both = [(t["I_intFree"], t["I_plr"]) for t in trials.values() if "I_intFree" in t and "I_plr" in t]
+        value, lo, hi, n = similarity_ci([a for a, _ in both], [b for _, b in both])
+        if n == 0:
+            continue
+        out.append({"runtime": rt, "scenario": sc, "resource": res, "view": view, "metric": "S_I",
+                    "value": value, "ci_low": lo, "ci_high": hi, "n": n})
+    return out

@@ -29,14 +29,9 @@ def load(directory: Path) -> list[dict]:
     return read_metrics_csv(path)
 
 
-def headlines() -> dict[str, int]:
-    """The parallel suite's benchmarks: the direction of each one's headline figure (its ratios follow it)."""
-    from ..parallel.benchmarks import BENCHMARKS
-    return {name: 1 if b.higher_is_better else -1 for name, b in BENCHMARKS.items()}
-
-
-def compare_dirs(a: Path, b: Path, min_change: float) -> list[Comparison]:
-    comps = compare(load(a), load(b), min_change, headlines())
+def compare_dirs(a: Path, b: Path, min_change: float, headlines: dict[str, int] | None = None) -> list[Comparison]:
+    """`headlines`: the direction of a resource's headline figure where the kind says it (the registry's)."""
+    comps = compare(load(a), load(b), min_change, headlines)
     if comps and all(c.verdict.startswith("only in") for c in comps):
         raise ValueError(f"{a} and {b} share no cell (runtime, scenario, resource, view, metric): not the same study")
     return comps

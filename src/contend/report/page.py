@@ -13,7 +13,8 @@ import jinja2
 import yaml
 from rich.console import Group
 
-from ..store import Store
+from ..metrics import aggregate
+from ..store import METRICS_CSV, Store, write_metrics_csv
 
 
 def write_page(directory: Path, template: str, embedded: list[dict], **context) -> Path:
@@ -75,3 +76,13 @@ def failures(store: Store) -> dict[tuple, str]:
         if t["status"] != "ok":
             out.setdefault((t["runtime"], t["scenario"], t["resource"]), t["reason"])
     return out
+
+
+def publish(directory: Path, store: Store, extra: list[dict] = ()) -> list[dict]:
+    """The stored per-trial metrics aggregated (mean, CI) per cell, with `extra` rows, into the store's
+    metrics table and metrics.csv."""
+    rows = aggregate(store.trial_metric_rows()) + list(extra)
+    rows.sort(key=lambda r: (r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]))
+    store.set_metrics(rows)
+    write_metrics_csv(directory / METRICS_CSV, rows)
+    return rows

@@ -1,7 +1,8 @@
 """The experiment spec: YAML validated with pydantic; every error is one line naming file, field path and rule.
 
-The models of each kind are in their modules (base: what every kind shares); which model a document is read
-with is the kind registry's (`contend.kinds.load`), so this package knows no study.
+What every kind's model shares (base.py) and how a document is read (document.py); each kind's own model is in
+its folder (`contend.kinds.<kind>.spec`), and which model a document is read with is the registry's
+(`contend.kinds.load`), so this package knows no study.
 """
 from __future__ import annotations
 
@@ -29,13 +30,9 @@ from .base import (
                    unique,
 )
 from .document import digest, dump, format_error, load_as, parse_as, yaml_problem
-from .guard import GuardQuick, GuardSettings, GuardStudy, Workload
-from .isolation import Spec
-from .parallel import BENCHMARK_NAMES, ParallelQuick, ParallelStudy, Sizes
-from .victim import DiskFillStudy, OltpStudy
 
-__all__ = ["BENCHMARK_NAMES", "NOT_RUN", "RESOURCES", "SIZE", "STANDARD", "Capacity", "ContainerLimits",
-           "DiskFillStudy", "GuardQuick", "GuardSettings", "GuardStudy", "Metrics", "OltpStudy", "ParallelQuick",
-           "ParallelStudy", "Probes", "Quick", "Runtimes", "Scenario", "Sizes", "Spec", "SpecError", "Strict",
-           "StudyKind", "Trial", "Workload", "digest", "dump", "first_change", "format_error", "known_runtime",
+__all__ = ["NOT_RUN", "RESOURCES", "SIZE", "STANDARD", "Capacity", "ContainerLimits",
+           "Metrics",
+           "Probes", "Quick", "Runtimes", "Scenario", "SpecError", "Strict",
+           "StudyKind", "Trial", "digest", "dump", "first_change", "format_error", "known_runtime",
            "known_runtimes", "load_as", "no_repeats", "parse_as", "size_bytes", "unique", "yaml_problem"]

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .curves import Samples, StepWindow
-from .isolation import degradation
-from .stats import mean_ci
+from ...metrics.curves import Samples, StepWindow
+from ...metrics.isolation import degradation
+from ...metrics.stats import mean_ci
 
 
 @dataclass

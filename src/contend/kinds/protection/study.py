@@ -2,12 +2,12 @@
 committed to the store as it ends, then the protection report. Ctrl-C stops after cleaning up."""
 from __future__ import annotations
 
-from ..doctor import ensure_capacity
-from ..report.protection import refresh_protection
-from ..spec import GuardStudy
-from ..store import Store
-from ..study import Study, facts_of_trial
-from .evaluation import run_id, run_protection_trial
+from ...doctor import ensure_capacity
+from ...store import Store
+from ...study import Study, facts_of_trial
+from .report import refresh_protection
+from .spec import GuardStudy
+from .trial import run_id, run_protection_trial
 
 SETUP_S = 6.0  # containers up, files laid out, containers down
 
@@ -17,15 +17,11 @@ def run_seconds(w, capacity_share_left: float = 0.7) -> float:
     return w.burst_at_s + w.burst_volume_s / capacity_share_left + w.tail_s + SETUP_S
 
 
-class ProtectionStudy(Study):
+class ProtectionStudy(Study, kind="guard", model=GuardStudy, title="protection", report=refresh_protection,
+                      unit="runs"):
     """A Study whose runs are workloads under policies (its spec a GuardStudy)."""
 
     spec: GuardStudy
-    kind = "guard"
-    model = GuardStudy
-    title = "protection"
-    report = staticmethod(refresh_protection)
-    unit = "runs"
 
     def plan(self) -> list[tuple]:
         """Repetitions outermost; within one, each workload under every policy back to back."""

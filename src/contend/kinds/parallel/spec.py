@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from .base import SIZE, ContainerLimits, Runtimes, Strict, StudyKind, no_repeats, unique
+from ...spec.base import SIZE, ContainerLimits, Runtimes, Strict, StudyKind, no_repeats, unique
 
 
 class LinpackSizes(Strict):

@@ -1,13 +1,15 @@
-"""Reads a results directory's store, computes every metric (metrics/, pure) and stores them back."""
+"""An isolation study's metrics: reads its store, computes every metric (metrics/ and rows.py, pure) and stores
+them back."""
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from ..metrics import aggregate, curves, trial_rows
-from ..spec import Metrics
-from ..store import METRICS_CSV, Store, write_metrics_csv
-from .page import read_yaml
+from ...metrics import curves
+from ...report.page import publish, read_yaml
+from ...spec import Metrics
+from ...store import Store
+from .rows import trial_rows
 
 
 def settings(directory: Path) -> Metrics:
@@ -34,16 +36,6 @@ def analyze(directory: Path, store: Store) -> list[dict]:
     for t in store.trials("ok"):
         analyze_trial(store, t, cfg)
     return publish(directory, store, not_measured(store))
-
-
-def publish(directory: Path, store: Store, extra: list[dict] = ()) -> list[dict]:
-    """The stored per-trial metrics aggregated (mean, CI) per cell, with `extra` rows, into the store's
-    metrics table and metrics.csv."""
-    rows = aggregate(store.trial_metric_rows()) + list(extra)
-    rows.sort(key=lambda r: (r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]))
-    store.set_metrics(rows)
-    write_metrics_csv(directory / METRICS_CSV, rows)
-    return rows
 
 
 def not_measured(store: Store) -> list[dict]:

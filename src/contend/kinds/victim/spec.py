@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from .base import SIZE, ContainerLimits, Runtimes, Strict, StudyKind, no_repeats, size_bytes
+from ...spec.base import SIZE, ContainerLimits, Runtimes, Strict, StudyKind, no_repeats, size_bytes
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 MARGIN = r"^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+[KMGT]?)$"  # "10%" of the file system, or a size ("20G")

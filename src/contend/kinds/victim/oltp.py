@@ -14,20 +14,20 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from ..cgroups import IoLimit, Limits
-from ..doctor import ensure_capacity
-from ..doctor.calibrate import meminfo
-from ..load.database import DATABASES, ClientResult, Database, DatabaseError
-from ..metrics import StepWindow
-from ..metrics.victim import converged
-from ..report.victim import refresh_victim
-from ..runtimes import RuntimeFailed
-from ..runtimes.base import last_line
-from ..spec import size_bytes
-from ..spec.victim import OltpStudy
-from ..store import TrialRecord
-from ..study import Advance, Study, facts_of_trial, need_space, unavailable
-from ..tenants import Tenants, TrialResult, reset_host
+from ...cgroups import IoLimit, Limits
+from ...doctor import ensure_capacity
+from ...doctor.calibrate import meminfo
+from ...load.database import DATABASES, ClientResult, Database, DatabaseError
+from ...metrics import StepWindow
+from ...runtimes import RuntimeFailed
+from ...runtimes.base import last_line
+from ...spec import size_bytes
+from ...store import TrialRecord
+from ...study import Advance, Study, facts_of_trial, need_space, unavailable
+from ...tenants import Tenants, TrialResult, reset_host
+from .metrics import converged
+from .report import refresh_victim
+from .spec import OltpStudy
 
 VICTIM, DISRUPTOR = "victim", "disruptor"
 SETUP_S = 12.0  # containers, server init and data load: for the ETA
@@ -57,13 +57,8 @@ PG_BYTES_PER_SCALE = 16 << 20
 SYSBENCH_BYTES_PER_ROW = 250
 
 
-class OltpVictim(Study):
+class OltpVictim(Study, kind="oltp", model=OltpStudy, title="database victim", report=refresh_victim):
     spec: OltpStudy
-    kind = "oltp"
-    model = OltpStudy
-    title = "database victim"
-    report = staticmethod(refresh_victim)
-    unit = "trials"
     fans_out = False  # a cell's repetitions go on until its interval settles, at the rate its first one measured
 
     def preflight(self) -> None:

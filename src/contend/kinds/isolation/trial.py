@@ -9,21 +9,22 @@ import time
 import uuid
 from typing import Callable
 
-from .. import runtimes
-from ..cgroups import CgroupHost, IoLimit, Limits, detect
-from ..doctor.calibrate import write_iops_key
-from ..faults import checkpoint
-from ..load import CpuLoad, DiskLoad, LoadGenerator, MemoryLoad, NetworkLoad, RampController, Step, plan_steps
-from ..load.ramp import check_failures
-from ..metrics import StepWindow
-from ..network import SINK_IP, Link, NetworkError
-from ..planner import TrialPlan
-from ..probes import Sample
-from ..runtimes import RuntimeFailed
-from ..spec import Spec, size_bytes
-from ..store import TrialRecord
-from ..tenants import Tenants, TrialResult, reset_host
-from ..tools import ToolFailed
+from ... import runtimes
+from ...cgroups import CgroupHost, IoLimit, Limits, detect
+from ...doctor.calibrate import write_iops_key
+from ...faults import checkpoint
+from ...load import CpuLoad, DiskLoad, LoadGenerator, MemoryLoad, NetworkLoad, RampController, Step, plan_steps
+from ...load.ramp import check_failures
+from ...metrics import StepWindow
+from ...network import SINK_IP, Link, NetworkError
+from ...probes import Sample
+from ...runtimes import RuntimeFailed
+from ...spec import size_bytes
+from ...store import TrialRecord
+from ...tenants import Tenants, TrialResult, reset_host
+from ...tools import ToolFailed
+from .plan import TrialPlan
+from .spec import Spec
 
 TENANTS = ("abiding", "disruptive")
 

@@ -17,14 +17,14 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import owned, runtimes
-from ..cgroups import CgroupHost, Limits
-from ..metrics.scaling import scenario_of
-from ..runtimes import ContainerSpec, RuntimeFailed
-from ..spec import ParallelStudy
-from ..store import TrialRecord
-from ..tenants import TrialResult
+from ... import owned, runtimes
+from ...cgroups import CgroupHost, Limits
+from ...runtimes import ContainerSpec, RuntimeFailed
+from ...store import TrialRecord
+from ...tenants import TrialResult
 from .benchmarks import BENCHMARKS, BenchmarkError
+from .metrics import scenario_of
+from .spec import ParallelStudy
 
 BARRIER_S = 600  # the longest the first containers wait for each other to be up
 

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cgroups import CgroupHost, Limits, detect
-from ..load.fio import layout
-from ..measured import StepWindow
-from ..probes import Sample
-from ..runtimes import Container, RuntimeFailed, last_line, signals_deferred
-from ..spec import GuardStudy, Workload
-from ..store import TrialRecord
-from ..tenants import Tenants, TrialResult, reset_host, stop
-from .config import GuardConfig
-from .daemon import Guard
+from ...cgroups import CgroupHost, Limits, detect
+from ...guard.config import GuardConfig
+from ...guard.daemon import Guard
+from ...load.fio import layout
+from ...measured import StepWindow
+from ...probes import Sample
+from ...runtimes import Container, RuntimeFailed, last_line, signals_deferred
+from ...store import TrialRecord
+from ...tenants import Tenants, TrialResult, reset_host, stop
+from .spec import GuardStudy, Workload
 
 TENANTS = ("victim", "neighbour")
 SIZE = "1G"  # each tenant's file; fio wraps around it

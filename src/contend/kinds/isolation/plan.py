@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..spec import NOT_RUN, Scenario, Spec
+from ...spec import NOT_RUN, Scenario
+from .spec import Spec
 
 
 @dataclass(frozen=True)

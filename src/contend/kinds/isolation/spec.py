@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from .base import (
+from ...spec.base import (
     RESOURCES,
     STANDARD,
     Capacity,

@@ -2,26 +2,28 @@
 each cell committed to the store as it ends, then the CoPTS tables, CSVs and scaling curves."""
 from __future__ import annotations
 
-from ..cgroups import detect
-from ..report.scaling import refresh_scaling
-from ..spec import ParallelStudy, size_bytes
-from ..store import Store
-from ..study import Advance, Study, facts_of_trial, need_space, unavailable
-from ..tenants import TrialResult
-from ..tools import ToolFailed
-from .benchmarks import build_tools, last_level_cache_mib
+from ...cgroups import detect
+from ...spec import size_bytes
+from ...store import Store
+from ...study import Advance, Study, facts_of_trial, need_space, unavailable
+from ...tenants import TrialResult
+from ...tools import ToolFailed
+from .benchmarks import BENCHMARKS, build_tools, last_level_cache_mib
+from .report import refresh_scaling
+from .spec import ParallelStudy
 from .trial import Cell, cell_id, cell_record
 
 SETUP_S = 1.5  # a container up and down, per container, for the ETA
 
 
-class ParallelSuite(Study):
+class ParallelSuite(Study, kind="parallel", model=ParallelStudy, title="parallel suite", report=refresh_scaling,
+                    unit="cells"):
     spec: ParallelStudy
-    kind = "parallel"
-    model = ParallelStudy
-    title = "parallel suite"
-    report = staticmethod(refresh_scaling)
-    unit = "cells"
+
+    @staticmethod
+    def headlines() -> dict[str, int]:
+        """The benchmarks' own figures: a throughput is better higher, a time lower (its ratios follow it)."""
+        return {name: 1 if b.higher_is_better else -1 for name, b in BENCHMARKS.items()}
 
     def preflight(self) -> None:
         spec = self.spec

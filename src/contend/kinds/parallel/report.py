@@ -11,13 +11,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..metrics.scaling import Run, count_of, scaling_metrics, scenario_of
-from ..parallel.benchmarks import BENCHMARKS
-from ..store import Store
-from .analyze import publish
-from .figures import Figure, plt, save
-from .page import Written, read_yaml, write_page
-from .table import TextTable, markdown_tables, mean_text, rich_text_tables
+from ...report.figures import Figure, plt, save
+from ...report.page import Written, publish, read_yaml, write_page
+from ...report.table import TextTable, markdown_tables, mean_text, rich_text_tables
+from ...store import Store
+from .benchmarks import BENCHMARKS
+from .metrics import Run, count_of, scaling_metrics, scenario_of
 
 
 @dataclass

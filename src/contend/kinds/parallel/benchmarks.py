@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..paths import HOME
-from ..tools import run_tool
+from ...paths import HOME
+from ...tools import run_tool
 
 TOOLS_SRC = Path(__file__).parent / "tools"
 C_TOOLS = ("linpack", "noploop", "stream")

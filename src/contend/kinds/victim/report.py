@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..metrics import aggregate
-from ..metrics.victim import DISKFILL_RULES, OLTP_RULES, measured_windows, paired
-from ..store import Store
-from .analyze import publish
-from .figures import Figure, plt, save
-from .page import Written, read_yaml, write_page
-from .table import TextTable, markdown_tables, mean_text, rich_text_tables
+from ...metrics import aggregate
+from ...report.figures import Figure, plt, save
+from ...report.page import Written, publish, read_yaml, write_page
+from ...report.table import TextTable, markdown_tables, mean_text, rich_text_tables
+from ...store import Store
+from .metrics import DISKFILL_RULES, OLTP_RULES, measured_windows, paired
 
 
 # ------------------------------------------------------------------ metrics from the store

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .isolation import isol_series, isolation_percentiles
+from ...metrics.isolation import isol_series, isolation_percentiles
 
 
 def _window(t: np.ndarray, v: np.ndarray, t0: float, t1: float) -> np.ndarray:

@@ -2,27 +2,24 @@
 runtime × scenario × resource × repetition, each trial committed to the store as it ends, then Table 4."""
 from __future__ import annotations
 
-from ..cgroups import detect
-from ..doctor import ensure_capacity
-from ..faults import checkpoint
-from ..load import DiskLoad
-from ..planner import TrialPlan, plan, trial_seconds
-from ..report import refresh_isolation
-from ..spec import Spec, size_bytes
-from ..store import Store
-from ..study import Advance, Study, facts_of_trial, need_space, unavailable
+from ...cgroups import detect
+from ...doctor import ensure_capacity
+from ...faults import checkpoint
+from ...load import DiskLoad
+from ...spec import size_bytes
+from ...store import Store
+from ...study import Advance, Study, facts_of_trial, need_space, unavailable
+from .plan import TrialPlan, plan, trial_seconds
+from .report import refresh_isolation
+from .spec import Spec
 from .trial import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
 
 SETUP_S = 5.0  # containers up and down, probes attaching, two agents started (runsc exec ~1 s each): per trial,
 # for the ETA (measured: the quick preset 16 s per 10 s trial, the Volpert quick pass 14.3 s)
 
 
-class IsolationStudy(Study):
-    kind = "isolation"
-    model = Spec
+class IsolationStudy(Study, kind="isolation", model=Spec, title="isolation metrics", report=refresh_isolation):
     spec: Spec
-    title = "isolation metrics"
-    report = staticmethod(refresh_isolation)
 
     def plan(self) -> list:
         """The items this study runs, in order; pure (no host needed)."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stats import mean_ci
+from ...metrics.stats import mean_ci
 
 BASE_RUNTIME = "runc"
 

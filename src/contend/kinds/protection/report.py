@@ -11,12 +11,11 @@ import numpy as np
 from rich.console import Group
 from rich.table import Table
 
-from ..metrics.protection import guest_metrics, protection_metrics, spare_capacity
-from ..store import Store
-from .analyze import publish
-from .figures import Figure, plt, save
-from .page import Written, failures, write_page
-from .table import ci_text
+from ...report.figures import Figure, plt, save
+from ...report.page import Written, failures, publish, write_page
+from ...report.table import ci_text
+from ...store import Store
+from .metrics import guest_metrics, protection_metrics, spare_capacity
 
 COLUMNS = (("isol_mean", "host", "isol mean"), ("isol_p05", "host", "isol p05"), ("lat_imp", "guest", "lat imp"),
            ("lat_p99_imp", "guest", "p99 imp"), ("neighbour_mb_s", "host", "nbr MB/s"),

@@ -1,24 +1,12 @@
-"""The guard's settings and the guard study's spec (kind: guard): workloads × policies, Aridac."""
+"""The guard study's spec (kind: guard): workloads × policies, Aridac."""
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from .base import Strict, StudyKind, known_runtime, no_repeats
-
-
-class GuardSettings(Strict):
-    """The guard's tunables, shared by `contend guard` and guard studies."""
-
-    # collector and policy period; None: the policy's own (aridac 1000 ms as its authors' code, else 100)
-    period_ms: int | None = Field(default=None, ge=10, le=60_000)
-    window: int = Field(default=30, ge=1, le=100_000)  # N: periods in a target's lifeline
-    # elastic ratio P: cap = lifeline × (1 + P); None: the policy's own (aridac 0.35, contend 0.2)
-    p: float | None = Field(default=None, ge=0, le=100)
-    floor: float = Field(default=0.02, gt=0, lt=1)  # no cap below this share of the disk's capacity
-    # a cap in force is rewritten only when the policy moves it by more than this share (0: every move)
-    hysteresis: float = Field(default=0.0, ge=0, lt=1)
+from ...guard.config import GuardSettings
+from ...spec.base import Strict, StudyKind, known_runtime, no_repeats
 
 
 class Workload(Strict):
@@ -60,8 +48,6 @@ class GuardStudy(StudyKind):
     @classmethod
     def _known_runtime(cls, v: str) -> str:
         return known_runtime(v)
-
-
 
     def quickened(self) -> "GuardStudy":
         f = self.quick.time_scale

@@ -13,19 +13,19 @@ import subprocess
 import time
 from string import ascii_lowercase
 
-from ..cgroups import Limits
-from ..doctor import ensure_capacity
-from ..doctor.calibrate import device_of, meminfo
-from ..load.fio import iops_log, victim_argv, victim_figures, victim_prepare
-from ..metrics import StepWindow
-from ..paths import DATA, free_space
-from ..report.victim import refresh_victim
-from ..runtimes import RuntimeFailed
-from ..spec import SpecError, size_bytes
-from ..spec.victim import DiskFillStudy
-from ..store import TrialRecord
-from ..study import Advance, Study, facts_of_trial, unavailable
-from ..tenants import Tenants, TrialResult, reset_host, stop
+from ...cgroups import Limits
+from ...doctor import ensure_capacity
+from ...doctor.calibrate import device_of, meminfo
+from ...load.fio import iops_log, victim_argv, victim_figures, victim_prepare
+from ...metrics import StepWindow
+from ...paths import DATA, free_space
+from ...runtimes import RuntimeFailed
+from ...spec import SpecError, size_bytes
+from ...store import TrialRecord
+from ...study import Advance, Study, facts_of_trial, unavailable
+from ...tenants import Tenants, TrialResult, reset_host, stop
+from .report import refresh_victim
+from .spec import DiskFillStudy
 
 BASELINE = "baseline"
 VICTIM = "d"
@@ -48,13 +48,8 @@ def space_problem(free_bytes: int, need_bytes: int, margin_bytes: int, where: st
             f"{margin_bytes / 2**30:.1f} GiB (lower files.beyond-memory, or free_margin)")
 
 
-class DiskFill(Study):
+class DiskFill(Study, kind="diskfill", model=DiskFillStudy, title="disk-fill attack", report=refresh_victim):
     spec: DiskFillStudy
-    kind = "diskfill"
-    model = DiskFillStudy
-    title = "disk-fill attack"
-    report = staticmethod(refresh_victim)
-    unit = "trials"
 
     def tenants(self) -> list[str]:
         """The attackers a, b, c (…), then the victim d (the paper's names)."""

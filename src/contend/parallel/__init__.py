@@ -1,1 +1,0 @@
-"""The parallel isolation suite (CoPTS, Middleware 2023): benchmarks in 1..N concurrent containers."""
