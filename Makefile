@@ -19,6 +19,7 @@ test: setup
 # own checks (no circles, no upward imports) are tests/test_layout.py, part of make test
 lint: venv
 	$(VENV)/bin/ruff check src tests bench deploy scripts
+	$(VENV)/bin/mypy
 
 # a study interrupted at 23 points by SIGINT, SIGTERM and SIGKILL, then resumed (tests/test_faults.py)
 test-faults: setup

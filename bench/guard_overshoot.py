@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from contend.kinds import open_store
 from contend.kinds.protection.report import io_series
-from contend.store import Store
 
 
 def main() -> None:
@@ -24,10 +24,10 @@ def main() -> None:
     ap.add_argument("directory", type=Path)
     ap.add_argument("--policy", action="append", help="only these policies (repeatable; default: every capped one)")
     a = ap.parse_args()
-    with Store(a.directory, read_only=True) as st:
+    with open_store(a.directory, read_only=True) as st:
         for trial in st.trials():
             tid = trial["trial_id"]
-            policy = trial["scenario"].split("/")[-1]
+            policy = trial["policy"]
             if trial["status"] != "ok" or policy == "none" or (a.policy and policy not in a.policy):
                 continue
             s = st.samples(tid)

@@ -17,10 +17,9 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from contend.kinds import parse
+from contend.kinds import open_store, parse
 from contend.kinds.isolation.analyze import settings
 from contend.metrics import curves
-from contend.store import Store
 
 TARGET = 0.03
 
@@ -33,7 +32,7 @@ def nrmse(ideal: np.ndarray, achieved: np.ndarray) -> float:
 def report(directory: Path) -> None:
     cfg = settings(directory)
     rows: dict[tuple, list[float]] = {}
-    with Store(directory) as store:
+    with open_store(directory) as store:
         for t in store.trials("ok"):
             if t["scenario_params"]["w_d"] > 1:
                 continue  # an escape ramps past the limit on purpose: not a fidelity question

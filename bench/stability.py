@@ -21,8 +21,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from contend.kinds import load
-from contend.store import Store
+from contend.kinds import load, open_store
 
 METRICS = ("I_plr", "I_intFree", "S_I")
 HARMONY_BAND = (0.95, 1.03)
@@ -35,9 +34,9 @@ def read_run(directory: Path, reanalyze: bool = False) -> tuple[dict, dict]:
     `reanalyze`: the metrics of the recorded samples computed again by this version (as `contend report`)."""
     if reanalyze:
         from contend.kinds.isolation.analyze import analyze
-        with Store(directory) as store:
+        with open_store(directory) as store:
             analyze(directory, store)
-    with Store(directory, read_only=True) as store:
+    with open_store(directory, read_only=True) as store:
         cells = {(r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]): r["value"]
                  for r in store.metrics() if r["metric"] in METRICS}
         trials: dict[str, dict] = {}

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from contend.kinds.isolation.cell import IsolationCell
 from contend.metrics import StepWindow
 from contend.store import Store, TrialRecord
 
@@ -65,12 +66,14 @@ def isolation_results(directory: Path, repetitions: int = 3) -> Path:
         for rep in range(1, repetitions + 1):
             for sc in ("harmony", "escape"):
                 t0 += 60
-                rec = TrialRecord(f"runc.{sc}.cpu.r{rep}", "runc", sc, "cpu", rep, "ok", "", t0, t0 + 20,
-                                  params[sc], {"cpus": 2}, {})
+                rec = TrialRecord(trial_id=f"runc.{sc}.cpu.r{rep}", runtime="runc", repetition=rep,
+                                  cell=IsolationCell(sc, "cpu", params[sc]), capacity={"cpus": 2}, status="ok",
+                                  started_at=t0, ended_at=t0 + 20)
                 events = [(OOM_T, "abiding", "oom-kill", "1 process(es) killed")] if sc == "escape" else []
                 s.add_trial(rec, steps(), samples(sc, rep), events)
         t0 += 60
-        s.add_trial(TrialRecord("runsc.escape.cpu.r1", "runsc", "escape", "cpu", 1, "failed",
-                                "runsc create: synthetic failure", t0, t0 + 1, params["escape"], {"cpus": 2}, {}),
+        s.add_trial(TrialRecord(trial_id="runsc.escape.cpu.r1", runtime="runsc", repetition=1,
+                                cell=IsolationCell("escape", "cpu", params["escape"]), capacity={"cpus": 2},
+                                reason="runsc create: synthetic failure", started_at=t0, ended_at=t0 + 1),
                     [], [], [])
     return directory

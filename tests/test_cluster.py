@@ -14,7 +14,7 @@ import yaml
 
 from contend.cluster import render
 from contend.cluster.validate import problem, validate_dir
-from contend.kinds import load, parse, study_for
+from contend.kinds import load, open_store, parse, study_for
 from contend.spec import digest
 from contend.store import Store
 
@@ -273,10 +273,10 @@ def test_collect_merges_trials_into_the_results_a_local_study_gives(cluster_of_t
     assert keys(local) == keys(out) and len(keys(out)) > 20
     # nothing lost in the merge: each trial's metrics are those its pod computed from the same samples
     # (compared as repr, so that an undefined metric, nan, equals itself)
-    with Store(out, read_only=True) as merged:
+    with open_store(out, read_only=True) as merged:
         got = {(m["trial_id"], m["view"], m["metric"]): repr(m["value"]) for m in merged.trial_metric_rows()}
     for tid in ("runc.harmony.cpu.r1", "runc.escape.cpu.r1"):
-        with Store(d / "pods" / tid, read_only=True) as pod:
+        with open_store(d / "pods" / tid, read_only=True) as pod:
             mine = {(m["trial_id"], m["view"], m["metric"]): repr(m["value"]) for m in pod.trial_metric_rows()}
         assert mine and mine == {k: v for k, v in got.items() if k[0] == tid}
     files = lambda res: {str(f.relative_to(res)) for f in res.rglob("*") if f.is_file()}

@@ -151,6 +151,23 @@ def test_every_kind_is_registered_once_and_found_through_the_registry():
     for name, kind in KINDS.items():
         assert kind.kind == name and MODELS[name] is kind.model and kind.title and callable(kind.report)
         assert kind.model.model_fields["kind"].annotation.__args__ == (name,)  # the spec's Literal is its name
+        assert kind.cell.kind == name  # its trials' own table in the store is named by it
+    assert len({k.cell for k in KINDS.values()}) == len(KINDS)
+
+
+def test_every_resource_is_one_record_with_its_limit_and_load():
+    """A resource is its record in resources.py (views, capacity, probes) and, in the isolation study, its
+    limit and load (machinery): nothing else names it."""
+    from contend.kinds.isolation.trial import LIMITS, LOADS
+    from contend.probes.ebpf import CATALOGUE
+    from contend.resources import NAMES, RESOURCES
+    from contend.spec import RESOURCES as SPEC_RESOURCES
+    assert SPEC_RESOURCES == NAMES and set(LIMITS) == set(LOADS) == set(RESOURCES)
+    for r in RESOURCES.values():
+        assert [v.name for v in r.views] == ["host", "ebpf", "guest"], r.name
+        assert set(r.ebpf_probes) <= {p.name for p in CATALOGUE}, r.name
+        caps = r.capacity({"cpus": 2, "memory_pool_bytes": 1, "disk_write_iops": 1, "network_bps": 8})
+        assert {v.capacity_key for v in r.views} <= set(caps), r.name
 
 
 def test_no_logic_hides_in_a_package_init():
@@ -171,4 +188,14 @@ def test_lint_passes():
         pytest.skip("ruff is not installed in this environment (make setup installs it)")
     p = subprocess.run([str(ruff), "check", "src", "tests", "bench", "deploy", "scripts"], cwd=ROOT,
                        capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout[-3000:]
+
+
+def test_the_pure_pieces_type_check():
+    """mypy over the files pyproject.toml names (the metrics, the store, the resources, the spec, the guard's
+    policies): a wrong type there is a wrong number."""
+    mypy = Path(sys.executable).parent / "mypy"
+    if not mypy.exists():
+        pytest.skip("mypy is not installed in this environment (make setup installs it)")
+    p = subprocess.run([str(mypy)], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stdout[-3000:]

@@ -9,12 +9,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.image import imread
 
-from contend.kinds import refresh
+from contend.kinds import open_store, refresh
 from contend.kinds.isolation.analyze import analyze, trial_curves
 from contend.kinds.protection.report import Run, alert_spans, run_timeline_figure, workload_figure
 from contend.metrics import Samples
@@ -22,7 +23,7 @@ from contend.report import failures
 from contend.report.figures import heatmap_figure, isolation_figure, timeline_figure
 from contend.report.table import TABLE4, table4
 from contend.spec import Metrics
-from contend.store import Store
+from contend.store import DB
 
 from .reportkit import CHANGE_POINT, LEVELS, OOM_T, isolation_results
 
@@ -39,7 +40,7 @@ def labels(ax) -> list[str]:
 
 
 def test_isolation_graph_has_every_repetition_the_references_and_the_change_point(results):
-    with Store(results, read_only=True) as s:
+    with open_store(results, read_only=True) as s:
         reps = [c for t in s.trials("ok") if t["scenario"] == "escape"
                 for c in trial_curves(s, t, Metrics()) if c.view == "host"]
     assert len(reps) == 3
@@ -59,7 +60,7 @@ def test_isolation_graph_has_every_repetition_the_references_and_the_change_poin
 
 
 def test_timeline_draws_use_ideal_limits_and_the_oom_kill(results):
-    with Store(results, read_only=True) as s:
+    with open_store(results, read_only=True) as s:
         (t,) = [t for t in s.trials("ok") if t["trial_id"] == "runc.escape.cpu.r1"]
         fig = timeline_figure("t", s.samples(t["trial_id"]), s.steps(t["trial_id"]), t, s.events(t["trial_id"]))
     ax = fig.axes[0]
@@ -75,14 +76,14 @@ def test_timeline_draws_use_ideal_limits_and_the_oom_kill(results):
 
 
 def test_timeline_of_an_isolated_trial_shows_no_escape(results):
-    with Store(results, read_only=True) as s:
+    with open_store(results, read_only=True) as s:
         (t,) = [t for t in s.trials("ok") if t["trial_id"] == "runc.harmony.cpu.r1"]
         ax = timeline_figure("t", s.samples(t["trial_id"]), s.steps(t["trial_id"]), t, []).axes[0]
     assert "escape (W_d above l_d)" not in labels(ax) and not ax.texts
 
 
 def test_heatmap_colours_the_values_and_says_why_a_cell_is_missing(results):
-    with Store(results) as s:
+    with open_store(results) as s:
         rows = analyze(results, s)
         notes = failures(s)
     t4 = table4(rows, notes, "host")
@@ -118,7 +119,7 @@ def guard_run(policy: str, victim_during: float) -> Run:
     a = np.array(cols, dtype=object)
     s = Samples(a[:, 0].astype(float), a[:, 1].astype(str), a[:, 2].astype(str), a[:, 3].astype(str),
                 a[:, 4].astype(float))
-    trial = {"scenario": f"workload1/{policy}", "repetition": 1, "scenario_params": {"victim": 0.2},
+    trial = {"workload": "workload1", "policy": policy, "repetition": 1, "params": {"victim": 0.2},
              "capacity": {"disk_write_bw_bytes_s": 5e9}}
     return Run(trial, s, burst, t, victim, neighbour)
 
@@ -152,7 +153,7 @@ def test_guard_workload_figure_has_one_victim_line_per_policy():
 
 # ---------------------------------------------------------------- the page
 def test_the_page_and_every_figure_from_the_store(results):
-    with Store(results) as s:
+    with open_store(results) as s:
         written = refresh(results, s, "synthetic")
     figs = results / "figures"
     for name in ("heatmap-host", "isolation-runc-escape-cpu-host", "isolation-runc-harmony-cpu-host",
@@ -181,10 +182,31 @@ def test_contend_report_on_a_copy_as_an_unprivileged_user(results):
         assert "runc" in p.stdout and "I_plr" in p.stdout
 
 
+def test_contend_report_converts_a_directory_written_before_cells_and_gives_the_same_metrics(results, tmp_path):
+    """A results directory an older contend wrote (its trials held scenario, resource and scenario_params) is
+    converted by `contend report`, and its metrics are those of the same data stored the new way."""
+    with open_store(results) as s:
+        refresh(results, s, "synthetic")
+    old = tmp_path / "old"
+    shutil.copytree(results, old, ignore=shutil.ignore_patterns("report.html", "figures", "metrics.csv"))
+    con = duckdb.connect(str(old / DB))  # the trials table as it was before, from the same rows
+    con.execute("CREATE TABLE before AS SELECT t.trial_id, t.runtime, c.scenario, c.resource, t.repetition, "
+                "t.status, t.reason, t.started_at, t.ended_at, c.scenario_params, t.capacity, t.facts "
+                "FROM trials t JOIN cells_isolation c USING (trial_id)")
+    con.execute("DROP TABLE trials; DROP TABLE cells_isolation; ALTER TABLE before RENAME TO trials")
+    con.close()
+    p = subprocess.run([sys.executable, "-m", "contend.cli", "report", str(old)], capture_output=True, text=True,
+                       timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert (old / "metrics.csv").read_text() == (results / "metrics.csv").read_text()
+    with open_store(old, read_only=True) as s:
+        assert {t["kind"] for t in s.trials()} == {"isolation"}
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make test installs it)")
 def test_report_html_in_headless_chromium_loads_every_figure_without_console_errors(results, tmp_path):
     from playwright.sync_api import sync_playwright
-    with Store(results) as s:
+    with open_store(results) as s:
         page_path = refresh(results, s, "synthetic").path
     n_figures = len(list((results / "figures").glob("*.png")))
     problems: list[str] = []

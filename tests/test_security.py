@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from contend.doctor.calibrate import device_of
+from contend.kinds.isolation.cell import IsolationCell
 from contend.paths import DATA
 from contend.store import DB, Store
 
@@ -44,7 +45,7 @@ def test_a_store_path_with_a_quote_cannot_run_sql(tmp_path):
     evil.mkdir(parents=True)  # its slashes make it a path of directories: the string is the same
     Store(evil).close()
     (tmp_path / "out").mkdir()
-    with Store(tmp_path / "out") as store:
+    with Store(tmp_path / "out", cell=IsolationCell) as store:
         assert store.merge(evil) == []
     assert not pwned.exists()
 

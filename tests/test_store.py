@@ -2,17 +2,25 @@
 from __future__ import annotations
 
 import csv
+import datetime
+import json
 import math
 
+import duckdb
 import pytest
 
+from contend.kinds.isolation.cell import IsolationCell
+from contend.kinds.parallel.cell import ParallelCell
+from contend.kinds.protection.cell import ProtectionCell
+from contend.kinds.victim.cells import DiskFillCell, OltpCell
 from contend.metrics import StepWindow
-from contend.store import CSV_COLUMNS, Store, TrialRecord, write_metrics_csv
+from contend.store import CSV_COLUMNS, DB, Store, TrialRecord, write_metrics_csv
 
 
 def record(tid="runc.harmony.cpu.r1", status="ok"):
-    return TrialRecord(tid, "runc", "harmony", "cpu", 1, status, "", 1.7e9, 1.7e9 + 30,
-                       {"l_d": 0.5}, {"cpus": 2}, {"cgroups": {"mode": "hybrid"}})
+    return TrialRecord(trial_id=tid, runtime="runc", repetition=1, cell=IsolationCell("harmony", "cpu", {"l_d": 0.5}),
+                       capacity={"cpus": 2}, facts={"cgroups": {"mode": "hybrid"}}, status=status,
+                       started_at=1.7e9, ended_at=1.7e9 + 30)
 
 
 def test_trial_round_trip(tmp_path):
@@ -21,9 +29,11 @@ def test_trial_round_trip(tmp_path):
     samples = [(0.1 * i, "abiding", "cgroup", "cpu", 1.0) for i in range(80)]
     with Store(tmp_path) as s:
         s.add_trial(record(), steps, samples, [(5.0, "abiding", "oom-kill", "1 process(es) killed")])
-    with Store(tmp_path, read_only=True) as s:
+    with Store(tmp_path, read_only=True, cell=IsolationCell) as s:
         (t,) = s.trials()
         assert t["status"] == "ok" and t["capacity"] == {"cpus": 2} and t["scenario_params"]["l_d"] == 0.5
+        assert t["cell"] == record().cell
+        assert (t["kind"], t["scenario"], t["resource"]) == ("isolation", "harmony", "cpu")
         got = s.steps(t["trial_id"])
         assert [(w.step, w.phase, w.ideal) for w in got] == [(w.step, w.phase, w.ideal) for w in steps]
         smp = s.samples(t["trial_id"])
@@ -70,7 +80,7 @@ def test_merge_takes_every_trial_with_its_data_and_replaces_same_ids(tmp_path):
                     [(1.0, "abiding", "oom-kill", "x")])
     with Store(b) as s:
         s.add_trial(record("runsc.harmony.cpu.r1", "failed"), [], [], [])
-    with Store(merged) as m:
+    with Store(merged, cell=IsolationCell) as m:
         m.add_trial(record("runc.harmony.cpu.r1"), [], [(0.0, "abiding", "cgroup", "cpu", 9.0)], [])  # replaced
         assert m.merge(a) == ["runc.harmony.cpu.r1"] and m.merge(b) == ["runsc.harmony.cpu.r1"]
         assert sorted((t["trial_id"], t["status"]) for t in m.trials()) == [
@@ -80,3 +90,85 @@ def test_merge_takes_every_trial_with_its_data_and_replaces_same_ids(tmp_path):
         assert [w.ideal for w in m.steps("runc.harmony.cpu.r1")] == [{"abiding": 0.5}]
         assert [e["kind"] for e in m.events()] == ["oom-kill"]
         assert m.trials()[0]["capacity"] == {"cpus": 2}
+
+
+# ---------------------------------------------------------------- each kind's cell, typed, in a table of its own
+CELLS = [IsolationCell("escape", "disk", {"l_d": 0.25}), ParallelCell("stream", 4, {"runs_per_container": 2}),
+         ProtectionCell("workload2", "aridac", {"victim": 0.2}), DiskFillCell({"attackers": 3}),
+         OltpCell("postgresql", {"share": 0.5})]
+LABELS = [("escape", "disk"), ("parallel-4", "stream"), ("workload2/aridac", "disk"), ("diskfill", "disk"),
+          ("oltp", "postgresql")]
+
+
+@pytest.mark.parametrize("cell,labels", list(zip(CELLS, LABELS)), ids=[c.kind for c in CELLS])
+def test_each_kind_keeps_its_cell_in_typed_columns_of_its_own(tmp_path, cell, labels):
+    rec = TrialRecord(trial_id="t1", runtime="crun", repetition=2, cell=cell, status="ok")
+    with Store(tmp_path) as s:
+        s.add_trial(rec, [], [], [])
+        cols = dict(s.con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                  "WHERE table_name = ?", [cell.table()]).fetchall())
+        common = [r[0] for r in s.con.execute("SELECT column_name FROM information_schema.columns "
+                                                "WHERE table_name = 'trials'").fetchall()]
+    assert "scenario" not in common and "resource" not in common  # no kind bends its data into another's
+    if isinstance(cell, ParallelCell):
+        assert cols["count"] == "BIGINT" and cols["benchmark"] == "VARCHAR"  # a count is a number
+    with Store(tmp_path, read_only=True, cell=type(cell)) as s:
+        (t,) = s.trials()
+    assert t["cell"] == cell and (t["scenario"], t["resource"]) == labels and t["kind"] == cell.kind
+    assert (t["runtime"], t["repetition"], t["status"]) == ("crun", 2, "ok")
+    with Store(tmp_path, read_only=True) as s:  # without its kind: what every trial has
+        (t,) = s.trials()
+    assert t["trial_id"] == "t1" and "scenario" not in t
+
+
+def test_merge_refuses_another_kinds_trials(tmp_path):
+    a, m = tmp_path / "a", tmp_path / "m"
+    a.mkdir(), m.mkdir()
+    with Store(a) as s:
+        s.add_trial(TrialRecord(trial_id="t1", runtime="runc", repetition=1, cell=CELLS[1]), [], [], [])
+    with Store(m, cell=IsolationCell) as s, pytest.raises(ValueError, match="holds parallel trials, not isolation"):
+        s.merge(a)
+
+
+# The trials table as contend wrote it before each kind had a cell table (009df28 and earlier).
+BEFORE_CELLS = """
+CREATE TABLE trials (
+    trial_id VARCHAR PRIMARY KEY, runtime VARCHAR, scenario VARCHAR, resource VARCHAR, repetition INTEGER,
+    status VARCHAR, reason VARCHAR, started_at TIMESTAMP, ended_at TIMESTAMP,
+    scenario_params JSON, capacity JSON, facts JSON);
+CREATE TABLE trial_metrics (trial_id VARCHAR, view VARCHAR, metric VARCHAR, value DOUBLE);
+"""
+OLD_ROWS = {  # kind: (scenario, resource, scenario_params) as each kind stored them, and the cell it becomes
+    "parallel": (("parallel-4", "stream", {"count": 4, "runs_per_container": 2}),
+                 ParallelCell("stream", 4, {"runs_per_container": 2})),
+    "guard": (("workload2/aridac", "disk", {"victim": 0.2, "policy": "aridac"}),
+              ProtectionCell("workload2", "aridac", {"victim": 0.2, "policy": "aridac"})),
+    "oltp": (("oltp", "mariadb", {"share": 0.5}), OltpCell("mariadb", {"share": 0.5})),
+    "diskfill": (("diskfill", "disk", {"attackers": 3}), DiskFillCell({"attackers": 3})),
+    "isolation": (("steal", "memory", {"l_d": 0.5}), IsolationCell("steal", "memory", {"l_d": 0.5})),
+}
+
+
+@pytest.mark.parametrize("kind", OLD_ROWS)
+def test_a_directory_written_before_cells_is_converted_when_its_kind_opens_it(tmp_path, kind):
+    (scenario, resource, params), cell = OLD_ROWS[kind]
+    con = duckdb.connect(str(tmp_path / DB))
+    con.execute(BEFORE_CELLS)
+    con.execute("INSERT INTO trials VALUES ('t1', 'runc', ?, ?, 1, 'ok', '', to_timestamp(1.7e9), "
+                "to_timestamp(1.7e9 + 9), ?, '{\"cpus\": 2}', '{}')", [scenario, resource, json.dumps(params)])
+    con.execute("INSERT INTO trial_metrics VALUES ('t1', 'host', 'x', 0.5)")
+    con.close()
+    with Store(tmp_path, read_only=True) as s:  # read as it is: what resume and collect need
+        (t,) = s.trials()
+        assert (t["trial_id"], t["status"], t["scenario"]) == ("t1", "ok", scenario)
+        with pytest.raises(ValueError, match=f"written by an older contend; `contend report {tmp_path}` converts"):
+            s.bind(type(cell))
+    with Store(tmp_path, cell=type(cell)) as s:  # converted
+        (t,) = s.trials()
+        assert t["cell"] == cell and (t["scenario"], t["resource"]) == (scenario, resource)
+        assert t["capacity"] == {"cpus": 2} and t["ended_at"] - t["started_at"] == datetime.timedelta(seconds=9)
+        assert s.trial_metric_rows()[0] | {"trial_id": None} == {
+            "runtime": "runc", "scenario": scenario, "resource": resource, "view": "host", "metric": "x",
+            "value": 0.5, "trial_id": None}
+    with Store(tmp_path, read_only=True, cell=type(cell)) as s:  # and stays so
+        assert s.trials()[0]["cell"] == cell

@@ -20,7 +20,7 @@ from .interrupts import INTERRUPTED
 from .paths import DATA, free_space
 from .report.page import Written, fewer_repetitions
 from .spec import SpecError, StudyKind, dump
-from .store import Store
+from .store import Cell, Store
 from .tenants import TrialResult
 from .tools import ToolFailed
 
@@ -36,14 +36,17 @@ class Study:
     model: type[StudyKind] = StudyKind  # the spec's model
     title = ""  # of the results table
     unit = "trials"
+    cell: type[Cell] = Cell  # what one of its trials is, as the store keeps it (a table of the kind's own)
     # the kind's report: writes everything a results directory shows from its store (a pure function of it)
     report: Callable[[Path, Store, str], Written]
 
-    def __init_subclass__(cls, kind: str, model: type[StudyKind], title: str,
+    def __init_subclass__(cls, kind: str, model: type[StudyKind], cell: type[Cell], title: str,
                           report: Callable[[Path, Store, str], Written], unit: str = "trials", **kw):
-        """A kind says what it is in its class line: `class X(Study, kind=..., model=..., title=..., report=...)`."""
+        """A kind says what it is in its class line:
+        `class X(Study, kind=..., model=..., cell=..., title=..., report=...)`."""
         super().__init_subclass__(**kw)
-        cls.kind, cls.model, cls.title, cls.unit, cls.report = kind, model, title, unit, staticmethod(report)
+        cls.kind, cls.model, cls.cell, cls.title, cls.unit = kind, model, cell, title, unit
+        cls.report = staticmethod(report)
 
     @staticmethod
     def headlines() -> dict[str, int]:
@@ -90,7 +93,7 @@ class Study:
         (self.dir / "spec.yaml").write_text(dump(self.spec))
         self.failed, self.total, interrupted = 0, 0, False
         stopped = ""  # why the study could not go on: a host tool failed outside any trial (calibration, say)
-        store = Store(self.dir)
+        store = Store(self.dir, cell=self.cell)
         try:
             checkpoint("start")
             with con.status("looking at this host (a container per runtime)"):

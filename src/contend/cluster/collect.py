@@ -171,7 +171,7 @@ def collect(sources: list[Path], out: Path) -> Collected:
         out.mkdir(parents=True, exist_ok=True)
         (out / "spec.yaml").write_text(dump(spec))
         _write_hosts(out, chosen)
-        with Store(out) as store:
+        with Store(out, cell=study.cell) as store:
             for a in chosen:
                 store.merge(a.path)
                 _copy_extras(a.path, out)

@@ -239,7 +239,7 @@ class ContendPolicy(Policy):
                 near = est >= self.backoff * bad  # near the level that hurt last time: ten times slower
                 est = min(cap_max, est + self.climb * cap_max * (0.1 if near else 1.0))
                 bad = min(cap_max, bad * 1.002)  # and that level is forgotten slowly
-        caps = {k: max(inp.floor, v) for k, v in waterfill(claims, weights, est).items()}
+        caps: dict[str, float | None] = {k: max(inp.floor, v) for k, v in waterfill(claims, weights, est).items()}
         alert = (f"lifelines {need / 1e6:.0f} MB/s exceed capacity {est / 1e6:.0f} MB/s"
                  if need > est else "")
         return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold})

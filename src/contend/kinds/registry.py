@@ -40,11 +40,22 @@ def study_for(spec: StudyKind, directory: Path, console: Console | None) -> Stud
     return KINDS[spec.kind](spec, directory, console)
 
 
+def kind_of(directory: Path) -> type[Study]:
+    """The kind of study a results directory holds (spec.yaml says it; a directory without one is an isolation
+    study's)."""
+    return KINDS.get(read_yaml(directory / "spec.yaml").get("kind", "isolation"), IsolationStudy)
+
+
+def open_store(directory: Path, read_only: bool = False) -> Store:
+    """A results directory's store, its trials read with their kind's cells."""
+    return Store(directory, read_only=read_only, cell=kind_of(directory).cell)
+
+
 def refresh(directory: Path, store: Store, title: str) -> Written:
-    """Everything a results directory shows, from its store, by its kind's report (spec.yaml says the kind; a
-    directory without one is an isolation study's)."""
-    kind = read_yaml(directory / "spec.yaml").get("kind", "isolation")
-    return KINDS.get(kind, IsolationStudy).report(directory, store, title)
+    """Everything a results directory shows, from its store, by its kind's report."""
+    study = kind_of(directory)
+    store.bind(study.cell)  # a directory an older contend wrote is converted here
+    return study.report(directory, store, title)
 
 
 def headlines() -> dict[str, int]:

@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass
 
 from .directions import DESCRIPTIVE, direction
 
-KEY = ("runtime", "scenario", "resource", "view", "metric")
 VERDICTS = ("worse", "better", "same", "untested", "descriptive", "unknown", "not measured", "only in A", "only in B")
 
 
@@ -56,6 +55,10 @@ class Comparison:
         return d
 
 
+def key_of(row: dict) -> tuple[str, str, str, str, str]:
+    return row["runtime"], row["scenario"], row["resource"], row["view"], row["metric"]
+
+
 def cell_of(row: dict) -> Cell:
     return Cell(float(row["value"]), float(row["ci_low"]), float(row["ci_high"]), int(row["n"]))
 
@@ -84,8 +87,8 @@ def compare(a_rows: list[dict], b_rows: list[dict], min_change: float = 0.05,
     """Every cell of either side (rows as in metrics.csv), in A's order then B's new ones. `headlines`:
     resource (a parallel-suite benchmark) -> its headline figure's direction."""
     headlines = headlines or {}
-    a = {tuple(r[k] for k in KEY): cell_of(r) for r in a_rows}
-    b = {tuple(r[k] for k in KEY): cell_of(r) for r in b_rows}
+    a = {key_of(r): cell_of(r) for r in a_rows}
+    b = {key_of(r): cell_of(r) for r in b_rows}
     out = []
     for key in [*a, *(k for k in b if k not in a)]:
         ca, cb = a.get(key), b.get(key)

@@ -11,27 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..measured import Samples, StepWindow
-from ..units import size_bytes
+from ..resources import RESOURCES
 
 __all__ = ["Samples", "StepWindow"]  # re-exported: curves are read from them
-
-# (view, sample source, quantity, capacity key that converts it to a fraction of capacity)
-VIEWS = {
-    "cpu": (("host", "cgroup", "cpu", "cpus"),
-            ("ebpf", "ebpf", "cpu", "cpus"),
-            ("guest", "load", "ops_s", "cpu_agent_ops_s")),
-    "memory": (("host", "cgroup", "mem_bytes", "memory_pool_bytes"),
-               ("ebpf", "ebpf", "rss_bytes", "memory_pool_bytes"),
-               ("guest", "load", "rss_bytes", "memory_pool_bytes")),
-    # the host sees bytes, not the load's I/Os: a large direct write can reach the disk as several bios
-    # (a virtio disk's segment limit splits it) or be merged with another into one request
-    "disk": (("host", "cgroup", "io_wbytes_s", "disk_write_bytes_s"),
-             ("ebpf", "ebpf", "blk_bytes_s", "disk_write_bytes_s"),
-             ("guest", "load", "iops", "disk_write_iops")),
-    "network": (("host", "cgroup", "net_bytes_s", "network_bytes_s"),
-                ("ebpf", "ebpf", "net_bytes_s", "network_bytes_s"),
-                ("guest", "load", "bps", "network_bps")),
-}
 
 # views that count the host view's quantity again, by other means (their change point is the host view's)
 SAME_QUANTITY_AS_HOST = ("ebpf",)
@@ -48,22 +30,6 @@ class Curve:
     groups: list[np.ndarray] = field(default_factory=list)  # W_a's buckets of each step (the change-point test)
 
 
-def capacity_of(resource: str, capacity: dict) -> dict[str, float]:
-    """What 100 % of the resource is, in each view's unit (a trial's capacity record holds the inputs)."""
-    if resource == "cpu":
-        cpus = float(capacity["cpus"])
-        return {"cpus": cpus, "cpu_agent_ops_s": float(capacity.get("cpu_agent_ops_s_per_cpu", 0.0)) * cpus}
-    if resource == "memory":
-        return {"memory_pool_bytes": float(capacity.get("memory_pool_bytes", 0.0))}
-    if resource == "disk":
-        iops = float(capacity.get("disk_write_iops", 0.0))
-        return {"disk_write_iops": iops, "disk_write_bytes_s": iops * size_bytes(capacity.get("disk_block", "4K"))}
-    if resource == "network":
-        bps = float(capacity.get("network_bps", 0.0))
-        return {"network_bps": bps, "network_bytes_s": bps / 8}
-    raise KeyError(resource)
-
-
 def in_step(t: np.ndarray, s: StepWindow, trim: float, trim_end: float = 0.0) -> np.ndarray:
     """Mask of the samples inside a step's window (where its level was in force), its first `trim` share
     skipped as the transient and its last `trim_end` share as the hand-over to the next level."""
@@ -76,11 +42,11 @@ def curves(resource: str, samples: Samples, steps: list[StepWindow], capacity: d
     """One curve per view that has data; the abiding tenant is W_a, the disruptive W_d. A step's point is
     the mean of its buckets inside its trimmed window, in every view (the guest view's buckets are the load
     agent's report intervals)."""
-    caps = capacity_of(resource, capacity)
+    caps = RESOURCES[resource].capacity(capacity)
     steps = sorted(steps, key=lambda s: s.step)
     ideal = np.array([s.ideal.get("disruptive", 0.0) for s in steps])
     out = []
-    for view, source, quantity, cap_key in VIEWS[resource]:
+    for view, source, quantity, cap_key in RESOURCES[resource].views:
         cap = caps.get(cap_key, 0.0)
         if cap <= 0:
             continue

@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..metrics import Curve, reference_point
-from ..metrics.curves import VIEWS, capacity_of
+from ..resources import RESOURCES
 from .table import ESCAPED
 
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 110})
@@ -62,9 +62,9 @@ def isolation_figure(title: str, reps: list[Curve], threshold: float, alpha: flo
 def timeline_figure(title: str, samples, steps, trial: dict, events: list[dict]) -> Figure:
     """W_a, ideal W_d and achieved W_d over time (host view), limits drawn, escapes shaded, OOM kills and
     failed loads marked."""
-    caps = capacity_of(trial["resource"], trial["capacity"])
-    view = VIEWS[trial["resource"]][0]
-    _, source, quantity, cap_key = view
+    resource = RESOURCES[trial["resource"]]
+    caps = resource.capacity(trial["capacity"])
+    _, source, quantity, cap_key = resource.views[0]
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
     sc = trial["scenario_params"]
     for tenant, color in (("abiding", "tab:green"), ("disruptive", "tab:red")):

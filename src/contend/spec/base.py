@@ -6,11 +6,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from ..resources import NAMES as RESOURCES
 from ..units import SIZE, size_bytes
 
-__all__ = ["SIZE", "size_bytes"]  # re-exported: a spec's sizes are read with it
-
-RESOURCES = ("cpu", "memory", "disk", "network")
+__all__ = ["RESOURCES", "SIZE", "size_bytes"]  # re-exported: a spec's resources and sizes are read with it
 
 # Cells a study does not run, and why (they show as n/a in its tables). Volpert et al. §6.3: memory
 # overcommit ends in the OOM killer, "rendering the results useless".

@@ -1,4 +1,5 @@
 """store: one DuckDB file per results directory (database.py), metrics.csv beside it."""
+from .cells import Cell
 from .database import (
     CSV_COLUMNS,
     DB,
@@ -10,5 +11,5 @@ from .database import (
     write_metrics_csv,
 )
 
-__all__ = ["CSV_COLUMNS", "DB", "METRICS_CSV", "read_metrics_csv", "SCHEMA", "Store", "TrialRecord",
+__all__ = ["Cell", "CSV_COLUMNS", "DB", "METRICS_CSV", "read_metrics_csv", "SCHEMA", "Store", "TrialRecord",
            "write_metrics_csv"]

@@ -1,13 +1,19 @@
-"""The store: one DuckDB file per results directory (trials, steps, samples, events, metrics) + CSV export.
+"""The store: one DuckDB file per results directory (trials, each kind's cells, steps, samples, events,
+metrics) + CSV export.
 
 A trial and everything it measured is committed in one transaction, so a crash never leaves half a trial.
+`trials` has the columns every kind's trial has; what a kind's trial is (a scenario and a resource, a benchmark
+and a container count, a workload and a policy) is in a table of the kind's own (cells.py). A directory written
+before that (its `trials` had scenario, resource and scenario_params) is converted when a study of its kind
+opens it for writing (`contend report DIR`, `contend run --resume DIR`).
 """
 from __future__ import annotations
 
 import csv
 import json
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -15,6 +21,7 @@ import numpy as np
 
 from ..faults import checkpoint
 from ..measured import Samples, StepWindow
+from .cells import Cell
 
 DB = "contend.duckdb"
 METRICS_CSV = "metrics.csv"
@@ -22,9 +29,8 @@ CSV_COLUMNS = ("runtime", "scenario", "resource", "view", "metric", "value", "ci
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
-    trial_id VARCHAR PRIMARY KEY, runtime VARCHAR, scenario VARCHAR, resource VARCHAR, repetition INTEGER,
-    status VARCHAR, reason VARCHAR, started_at TIMESTAMP, ended_at TIMESTAMP,
-    scenario_params JSON, capacity JSON, facts JSON);
+    trial_id VARCHAR PRIMARY KEY, kind VARCHAR, runtime VARCHAR, repetition INTEGER,
+    status VARCHAR, reason VARCHAR, started_at TIMESTAMP, ended_at TIMESTAMP, capacity JSON, facts JSON);
 CREATE TABLE IF NOT EXISTS steps (
     trial_id VARCHAR, step INTEGER, phase VARCHAR, t_start DOUBLE, t_end DOUBLE, tenant VARCHAR, ideal DOUBLE);
 CREATE TABLE IF NOT EXISTS samples (
@@ -39,31 +45,42 @@ CREATE TABLE IF NOT EXISTS metrics (
 """
 
 
-@dataclass
+COMMON = ("trial_id", "kind", "runtime", "repetition", "status", "reason", "started_at", "ended_at", "capacity",
+          "facts")
+LEGACY = ("scenario", "resource", "scenario_params")  # trials' own columns before cells had tables
+
+
+@dataclass(kw_only=True)
 class TrialRecord:
+    """One trial as the store keeps it: what every trial has, and its kind's cell."""
     trial_id: str
     runtime: str
-    scenario: str
-    resource: str
     repetition: int
-    status: str  # "ok" | "failed"
-    reason: str
-    started_at: float  # unix seconds
-    ended_at: float
-    scenario_params: dict
-    capacity: dict
-    facts: dict
+    cell: Cell
+    capacity: dict = field(default_factory=dict)
+    facts: dict = field(default_factory=dict)
+    status: str = "failed"  # "ok" | "failed" | "n/a"
+    reason: str = ""
+    started_at: float = field(default_factory=time.time)  # unix seconds
+    ended_at: float = field(default_factory=time.time)
 
 
 class Store:
-    def __init__(self, directory: Path, read_only: bool = False):
+    """A results directory's DuckDB file. `cell`: the kind whose trials it holds (a study, its report, collect
+    say it); without it only what every trial has is read (read_only: as the file is, nothing converted)."""
+
+    def __init__(self, directory: Path, read_only: bool = False, cell: type[Cell] | None = None):
         self.dir = Path(directory)
         path = self.dir / DB
         if read_only and not path.exists():
             raise FileNotFoundError(f"{self.dir}: no {DB} (not a contend results directory)")
         self.con = duckdb.connect(str(path), read_only=read_only)
-        if not read_only:
+        self.read_only = read_only
+        self.cell: type[Cell] | None = None
+        if not read_only and not self.legacy():
             self.con.execute(SCHEMA)
+        if cell is not None:
+            self.bind(cell)
 
     def close(self) -> None:
         self.con.close()
@@ -74,20 +91,70 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _columns(self, table: str, catalog: str | None = None) -> list[str]:
+        """A table's columns in order (none: no such table); `catalog`: an attached database's name."""
+        return [r[0] for r in self.con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_catalog = coalesce(?, current_database())"
+            " AND table_schema = 'main' AND table_name = ? ORDER BY ordinal_position", [catalog, table]).fetchall()]
+
+    def legacy(self) -> bool:
+        """Written before cells had tables of their own (its trials have a scenario column)."""
+        return "scenario" in self._columns("trials")
+
+    def bind(self, cell: type[Cell]) -> None:
+        """Hold trials of this kind: its table made, an older directory's trials converted into it."""
+        if self.legacy():
+            if self.read_only:
+                raise ValueError(f"{self.dir}: written by an older contend; `contend report {self.dir}` "
+                                 "converts it")
+            self._convert(cell)
+        elif not self.read_only:
+            self.con.execute(cell.ddl())
+        self.cell = cell
+
+    def _convert(self, cell: type[Cell]) -> None:
+        """An older directory's trials (scenario, resource, scenario_params in trials) into `trials` and the
+        kind's cell table, in one transaction."""
+        con = self.con
+        old = con.execute(f"SELECT {', '.join(c for c in COMMON if c != 'kind')}, {', '.join(LEGACY)} "
+                          "FROM trials").fetchall()
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute("ALTER TABLE trials RENAME TO trials_before_cells")
+            con.execute(SCHEMA)
+            con.execute(cell.ddl())
+            n = len(COMMON) - 1
+            for row in old:
+                common, (scenario, resource, params) = row[:n], row[n:]
+                c = cell.legacy(scenario, resource, json.loads(params) if params else {})
+                con.execute(f"INSERT INTO trials VALUES (?, ?, {', '.join('?' * (n - 1))})",
+                            [common[0], cell.kind, *common[1:]])
+                con.execute(f"INSERT INTO {cell.table()} VALUES (?, {', '.join('?' * len(cell.columns()))})",
+                            [common[0], *c.row()])
+            con.execute("DROP TABLE trials_before_cells")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
     # -- writing
     def add_trial(self, rec: TrialRecord, steps: list[StepWindow], samples: list[tuple],
                   events: list[tuple]) -> None:
-        """One transaction: the trial row, its steps, samples (t, tenant, source, quantity, value) and events."""
+        """One transaction: the trial row, its cell, its steps, samples (t, tenant, source, quantity, value) and
+        events."""
         con = self.con
+        cell = type(rec.cell)
+        if self.cell is not cell:
+            self.bind(cell)
         con.execute("BEGIN TRANSACTION")
         try:
-            for table in ("steps", "samples", "events", "trial_metrics"):
+            for table in ("steps", "samples", "events", "trial_metrics", cell.table(), "trials"):
                 con.execute(f"DELETE FROM {table} WHERE trial_id = ?", [rec.trial_id])
-            con.execute("DELETE FROM trials WHERE trial_id = ?", [rec.trial_id])
-            con.execute("INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, to_timestamp(?), to_timestamp(?), ?, ?, ?)",
-                        [rec.trial_id, rec.runtime, rec.scenario, rec.resource, rec.repetition, rec.status,
-                         rec.reason, rec.started_at, rec.ended_at, json.dumps(rec.scenario_params),
-                         json.dumps(rec.capacity), json.dumps(rec.facts)])
+            con.execute("INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, to_timestamp(?), to_timestamp(?), ?, ?)",
+                        [rec.trial_id, cell.kind, rec.runtime, rec.repetition, rec.status, rec.reason,
+                         rec.started_at, rec.ended_at, json.dumps(rec.capacity), json.dumps(rec.facts)])
+            con.execute(f"INSERT INTO {cell.table()} VALUES (?, {', '.join('?' * len(cell.columns()))})",
+                        [rec.trial_id, *rec.cell.row()])
             checkpoint("store-write")  # a fault here tests the transaction: no half trial may remain
             rows = [(rec.trial_id, s.step, s.phase, s.t_start, s.t_end, tenant, level)
                     for s in steps for tenant, level in s.ideal.items()]
@@ -109,19 +176,28 @@ class Store:
             raise
 
     def merge(self, other: Path) -> list[str]:
-        """Every trial of another results directory's store, with all it measured, in one transaction
-        (a trial already here under the same id is replaced). Returns the trial ids taken. Metrics are
-        not copied: they are recomputed from the samples (report.refresh)."""
-        con = self.con
+        """Every trial of another results directory's store (of this store's kind), with all it measured, in
+        one transaction (a trial already here under the same id is replaced). Returns the trial ids taken.
+        Metrics are not copied: they are recomputed from the samples (report.refresh)."""
+        if self.cell is None:
+            raise ValueError(f"{self.dir}: merge needs the store's kind (Store(..., cell=...))")
+        con, cell = self.con, self.cell
         # the path is a parameter, never SQL: a directory's name comes from inside an archive (cluster collect)
         con.execute("ATTACH ? AS src (READ_ONLY)", [str(Path(other) / DB)])
         try:
+            if "kind" not in self._columns("trials", "src"):
+                raise ValueError(f"{other}: written by an older contend; `contend report {other}` converts it")
             ids = [r[0] for r in con.execute("SELECT trial_id FROM src.trials ORDER BY started_at").fetchall()]
+            if not ids:
+                return []
+            kinds = {r[0] for r in con.execute("SELECT DISTINCT kind FROM src.trials").fetchall()}
+            if kinds != {cell.kind} or self._columns(cell.table(), "src") != ["trial_id", *cell.columns()]:
+                raise ValueError(f"{other}: holds {', '.join(sorted(map(str, kinds)))} trials, not {cell.kind}")
             con.execute("BEGIN TRANSACTION")
             try:
-                for table in ("steps", "samples", "events", "trial_metrics", "trials"):
+                for table in ("steps", "samples", "events", "trial_metrics", cell.table(), "trials"):
                     con.execute(f"DELETE FROM {table} WHERE trial_id IN (SELECT trial_id FROM src.trials)")
-                for table in ("trials", "steps", "samples", "events"):
+                for table in ("trials", cell.table(), "steps", "samples", "events"):
                     con.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")
                 con.execute("COMMIT")
             except BaseException:
@@ -148,14 +224,30 @@ class Store:
 
     # -- reading
     def trials(self, status: str | None = None) -> list[dict]:
-        q = "SELECT * FROM trials" + (" WHERE status = ?" if status else "") + " ORDER BY started_at"
+        """Every trial (of `status`), oldest first: what every trial has; with the store's kind bound, its
+        cell's fields too, the cell itself (`cell`) and the names metrics.csv gives it (`scenario`,
+        `resource`). An older directory opened read-only gives its own columns as they are."""
+        legacy = self.legacy()
+        cell = None if legacy else self.cell
+        cols = [c for c in COMMON if not (legacy and c == "kind")] + (list(LEGACY) if legacy else [])
+        select = ", ".join(f"t.{c}" for c in cols)
+        if cell is not None:
+            select += "".join(f", c.{c}" for c in cell.columns())
+            source = f"trials t LEFT JOIN {cell.table()} c USING (trial_id)"
+        else:
+            source = "trials t"
+        q = f"SELECT {select} FROM {source}" + (" WHERE t.status = ?" if status else "") + " ORDER BY t.started_at"
         cur = self.con.execute(q, [status] if status else [])
         names = [d[0] for d in cur.description]
         out = []
         for row in cur.fetchall():
             d = dict(zip(names, row))
-            for k in ("scenario_params", "capacity", "facts"):
+            for k in ("capacity", "facts", *(["scenario_params"] if legacy else [])):
                 d[k] = json.loads(d[k]) if d[k] else {}
+            if cell is not None:
+                d["cell"] = cell.from_row(d)
+                d |= {f: getattr(d["cell"], f) for f in cell.columns()}
+                d["scenario"], d["resource"] = d["cell"].labels()
             out.append(d)
         return out
 
@@ -185,11 +277,12 @@ class Store:
         return [dict(zip(names, r)) for r in cur.fetchall()]
 
     def trial_metric_rows(self) -> list[dict]:
-        cur = self.con.execute(
-            "SELECT t.runtime, t.scenario, t.resource, m.view, m.metric, m.value, t.trial_id FROM trial_metrics m "
-            "JOIN trials t USING (trial_id) WHERE t.status = 'ok' ORDER BY t.trial_id")
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r)) for r in cur.fetchall()]
+        """Every ok trial's metrics, named as metrics.csv names its cell (runtime, scenario, resource)."""
+        name = {t["trial_id"]: (t["runtime"], t["scenario"], t["resource"]) for t in self.trials("ok")}
+        cur = self.con.execute("SELECT trial_id, view, metric, value FROM trial_metrics ORDER BY trial_id")
+        return [{"runtime": name[tid][0], "scenario": name[tid][1], "resource": name[tid][2], "view": view,
+                 "metric": metric, "value": value, "trial_id": tid}
+                for tid, view, metric, value in cur.fetchall() if tid in name]
 
     def metrics(self) -> list[dict]:
         cur = self.con.execute("SELECT * FROM metrics ORDER BY runtime, scenario, resource, view, metric")
@@ -232,10 +325,10 @@ def read_metrics_csv(path: Path) -> list[dict]:
         for line, rec in enumerate(r, start=2):
             if len(rec) != len(CSV_COLUMNS):
                 raise ValueError(f"{path}:{line}: {len(rec)} fields, expected {len(CSV_COLUMNS)}")
-            row = dict(zip(CSV_COLUMNS, rec))
+            row: dict[str, object] = dict(zip(CSV_COLUMNS, rec))
             for col in ("value", "ci_low", "ci_high"):
-                row[col] = number(row[col], line, col)
-            n = number(row["n"], line, "n")
+                row[col] = number(rec[CSV_COLUMNS.index(col)], line, col)
+            n = number(rec[CSV_COLUMNS.index("n")], line, "n")
             if not (math.isfinite(n) and n >= 0 and n == int(n)):
                 raise ValueError(f"{path}:{line}: n: must be a whole number >= 0, got {row['n']!r}")
             row["n"] = int(n)

@@ -9,6 +9,7 @@ from ...load import DiskLoad
 from ...spec import size_bytes
 from ...store import Store
 from ...study import Advance, Study, facts_of_trial, need_space, unavailable
+from .cell import IsolationCell
 from .plan import TrialPlan, plan, trial_seconds
 from .report import refresh_isolation
 from .spec import Spec
@@ -18,7 +19,8 @@ SETUP_S = 5.0  # containers up and down, probes attaching, two agents started (r
 # for the ETA (measured: the quick preset 16 s per 10 s trial, the Volpert quick pass 14.3 s)
 
 
-class IsolationStudy(Study, kind="isolation", model=Spec, title="isolation metrics", report=refresh_isolation):
+class IsolationStudy(Study, kind="isolation", model=Spec, cell=IsolationCell, title="isolation metrics",
+                     report=refresh_isolation):
     spec: Spec
 
     def plan(self) -> list:

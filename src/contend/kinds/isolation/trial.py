@@ -18,18 +18,17 @@ from ...load.ramp import check_failures
 from ...metrics import StepWindow
 from ...network import SINK_IP, Link, NetworkError
 from ...probes import Sample
+from ...resources import RESOURCES
 from ...runtimes import RuntimeFailed
 from ...spec import size_bytes
 from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, reset_host
 from ...tools import ToolFailed
+from .cell import IsolationCell
 from .plan import TrialPlan
 from .spec import Spec
 
 TENANTS = ("abiding", "disruptive")
-
-# eBPF probes per resource: the resource's own, and CPU time (cheap, and every resource costs some CPU)
-EBPF_PROBES = {"cpu": ("cpu",), "memory": ("cpu", "memory"), "disk": ("cpu", "block"), "network": ("cpu", "net")}
 
 
 def trial_capacity(calibrated: dict, spec: Spec) -> dict:
@@ -45,45 +44,55 @@ def trial_capacity(calibrated: dict, spec: Spec) -> dict:
     return cap
 
 
+def _disk_limits(fraction: float, capacity: dict) -> Limits:
+    iops = fraction * capacity["disk_write_iops"]
+    block = size_bytes(capacity.get("disk_block", "4K"))
+    if block == 4096:  # the paper's: an IOPS limit
+        return Limits(io=(IoLimit(capacity["disk_device"], wiops=max(1, round(iops))),))
+    # larger writes may be split into several bios, and a throttle counts bios: limit their bytes
+    return Limits(io=(IoLimit(capacity["disk_device"], wbps=max(4096, round(iops * block))),))
+
+
+# A scenario's limit (fraction of capacity) as cgroup limits, per resource (resources.py holds the rest of
+# each). The network's is the link's token bucket (network/), since no runtime sets a network rate.
+LIMITS: dict[str, Callable[[float, dict], Limits]] = {
+    "cpu": lambda fraction, capacity: Limits(cpu=fraction * capacity["cpus"]),
+    "memory": lambda fraction, capacity: Limits(memory=int(fraction * capacity["memory_pool_bytes"])),
+    "disk": _disk_limits,
+    "network": lambda fraction, capacity: Limits(),
+}
+
+# The load of a resource, from its capacity, the network trial's link, and the tenants' limits (fractions of
+# capacity: memory's headroom)
+LOADS: dict[str, Callable[[dict, Link | None, dict[str, float] | None], LoadGenerator]] = {
+    "cpu": lambda capacity, link, limits: CpuLoad(int(capacity["cpus"])),
+    "memory": lambda capacity, link, limits: MemoryLoad(int(capacity["memory_pool_bytes"]), limits=limits),
+    "disk": lambda capacity, link, limits: DiskLoad(capacity["disk_write_iops"],
+                                                    block=capacity.get("disk_block", "4K")),
+    "network": lambda capacity, link, limits: NetworkLoad(capacity["network_bps"], SINK_IP,
+                                                          {t: p.server_port for t, p in link.ports.items()}),
+}
+
+
 def limits_for(resource: str, fraction: float, capacity: dict) -> Limits:
-    """A scenario's limit (fraction of capacity) as cgroup limits. The network's is the link's token
-    bucket (network/), since no runtime sets a network rate."""
-    if resource == "cpu":
-        return Limits(cpu=fraction * capacity["cpus"])
-    if resource == "memory":
-        return Limits(memory=int(fraction * capacity["memory_pool_bytes"]))
-    if resource == "disk":
-        iops = fraction * capacity["disk_write_iops"]
-        block = size_bytes(capacity.get("disk_block", "4K"))
-        if block == 4096:  # the paper's: an IOPS limit
-            return Limits(io=(IoLimit(capacity["disk_device"], wiops=max(1, round(iops))),))
-        # larger writes may be split into several bios, and a throttle counts bios: limit their bytes
-        return Limits(io=(IoLimit(capacity["disk_device"], wbps=max(4096, round(iops * block))),))
-    if resource == "network":
-        return Limits()
-    raise ValueError(f"resource {resource!r} not supported")
+    return LIMITS[resource](fraction, capacity)
 
 
 def generator_for(resource: str, capacity: dict, link: Link | None = None,
                   limits: dict[str, float] | None = None) -> LoadGenerator:
-    """The load of a resource; `limits` (tenant -> limit as a fraction of capacity) for memory's headroom."""
-    if resource == "cpu":
-        return CpuLoad(int(capacity["cpus"]))
-    if resource == "memory":
-        return MemoryLoad(int(capacity["memory_pool_bytes"]), limits=limits)
-    if resource == "disk":
-        return DiskLoad(capacity["disk_write_iops"], block=capacity.get("disk_block", "4K"))
-    if resource == "network" and link is not None:
-        return NetworkLoad(capacity["network_bps"], SINK_IP, {t: p.server_port for t, p in link.ports.items()})
-    raise ValueError(f"resource {resource!r} not supported")
+    if resource == "network" and link is None:
+        raise ValueError("a network load needs its trial's link")
+    return LOADS[resource](capacity, link, limits)
 
 
 def trial_without_data(tp: TrialPlan, status: str, reason: str, capacity: dict, facts: dict) -> TrialResult:
     """The record of a trial with no data (yet): "failed", or "n/a" (a cell that cannot be measured here,
     not a failure), with the reason. run_trial starts from one too."""
     now = time.time()
-    return TrialResult(TrialRecord(tp.id, tp.runtime, tp.scenario.name, tp.resource, tp.repetition, status,
-                                   reason, now, now, tp.scenario.model_dump(), capacity, facts))
+    return TrialResult(TrialRecord(trial_id=tp.id, runtime=tp.runtime, repetition=tp.repetition,
+                                   cell=IsolationCell(tp.scenario.name, tp.resource, tp.scenario.model_dump()),
+                                   capacity=capacity, facts=facts, status=status, reason=reason,
+                                   started_at=now, ended_at=now))
 
 
 def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
@@ -102,7 +111,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
         reset_host(tp.resource)
         with Tenants(tp.runtime, {t: limits_for(tp.resource, f, capacity) for t, f in fractions.items()}, host,
                      period=spec.trial.bucket_ms / 1000, userns=spec.userns, link=link, cgroup=spec.probes.cgroup,
-                     ebpf=EBPF_PROBES[tp.resource] if spec.probes.ebpf else ()) as t:
+                     ebpf=RESOURCES[tp.resource].ebpf_probes if spec.probes.ebpf else ()) as t:
             checkpoint("containers")
             t.start_sampling(restart_clock=True)
             checkpoint("probes")

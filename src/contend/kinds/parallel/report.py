@@ -75,7 +75,7 @@ def refresh_scaling(directory: Path, store: Store, title: str):
     runtimes = spec.get("runtimes", [])
     trials = store.trials()
     stored = {t["trial_id"]: load_runs(store, t) for t in trials if t["status"] == "ok"}
-    runs = [Run(t["runtime"], t["scenario_params"]["count"], t["resource"], r.tenant, r.figures, r.host,
+    runs = [Run(t["runtime"], t["count"], t["benchmark"], r.tenant, r.figures, r.host,
                 (r.t_end - r.wall_s, r.t_end) if math.isfinite(r.wall_s) else None)
             for t in trials if t["status"] == "ok" for r in stored[t["trial_id"]] if r.status == "ok"]
     rows = publish(directory, store, scaling_metrics(runs, {b: BENCHMARKS[b].figure for b in BENCHMARKS}, runtimes))
@@ -99,11 +99,11 @@ def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> d
     index = {(r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]): r for r in rows}
     by_bench: dict[str, list[dict]] = defaultdict(list)
     for t in trials:
-        by_bench[t["resource"]].append(t)
+        by_bench[t["benchmark"]].append(t)
     out = {}
     for bench, ts in by_bench.items():
         b = BENCHMARKS[bench]
-        counts = sorted({t["scenario_params"]["count"] for t in ts})
+        counts = sorted({t["count"] for t in ts})
         scen = {n: scenario_of(n) for n in counts}
         top = scen[counts[-1]]
         notes: list[str] = []
@@ -111,7 +111,7 @@ def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> d
         for rt in [r for r in runtimes if any(t["runtime"] == r for t in ts)]:
             line = [rt]
             for n in counts:
-                trial = next((t for t in ts if t["runtime"] == rt and t["scenario"] == scen[n]), None)
+                trial = next((t for t in ts if t["runtime"] == rt and t["count"] == n), None)
                 text = mean_text(index.get((rt, scen[n], bench, "guest", "normalized")), ".2f", "x")
                 if text is None or (trial is not None and trial["status"] != "ok"):
                     why = trial["reason"] if trial is not None else "not run"
@@ -154,7 +154,7 @@ def write_copts_csvs(root: Path, trials: list[dict], stored: dict[str, list[Stor
         runs = stored.get(t["trial_id"])
         if not runs:
             continue
-        d = root / t["resource"] / t["runtime"] / t["scenario"]
+        d = root / t["benchmark"] / t["runtime"] / scenario_of(t["count"])
         d.mkdir(parents=True, exist_ok=True)
         names = sorted({k for r in runs for k in r.figures})
         host = sorted({k for r in runs for k in r.host})
@@ -162,7 +162,7 @@ def write_copts_csvs(root: Path, trials: list[dict], stored: dict[str, list[Stor
                 *names, *(f"host_{k}" for k in host), "reason"]
 
         def line(r: StoredRun) -> list:
-            return [t["runtime"], t["resource"], t["scenario_params"]["count"], r.process, r.container, r.run,
+            return [t["runtime"], t["benchmark"], t["count"], r.process, r.container, r.run,
                     f"{r.t_end:.3f}", _fmt(r.wall_s), r.status, *(_fmt(r.figures.get(k)) for k in names),
                     *(_fmt(r.host.get(k)) for k in host), r.reason]
         for p in sorted({r.process for r in runs}):

@@ -9,6 +9,7 @@ from ...study import Advance, Study, facts_of_trial, need_space, unavailable
 from ...tenants import TrialResult
 from ...tools import ToolFailed
 from .benchmarks import BENCHMARKS, build_tools, last_level_cache_mib
+from .cell import ParallelCell
 from .report import refresh_scaling
 from .spec import ParallelStudy
 from .trial import Cell, cell_id, cell_record
@@ -16,8 +17,8 @@ from .trial import Cell, cell_id, cell_record
 SETUP_S = 1.5  # a container up and down, per container, for the ETA
 
 
-class ParallelSuite(Study, kind="parallel", model=ParallelStudy, title="parallel suite", report=refresh_scaling,
-                    unit="cells"):
+class ParallelSuite(Study, kind="parallel", model=ParallelStudy, cell=ParallelCell, title="parallel suite",
+                    report=refresh_scaling, unit="cells"):
     spec: ParallelStudy
 
     @staticmethod

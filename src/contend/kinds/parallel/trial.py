@@ -23,6 +23,7 @@ from ...runtimes import ContainerSpec, RuntimeFailed
 from ...store import TrialRecord
 from ...tenants import TrialResult
 from .benchmarks import BENCHMARKS, BenchmarkError
+from .cell import ParallelCell
 from .metrics import scenario_of
 from .spec import ParallelStudy
 
@@ -72,15 +73,14 @@ def cell_id(runtime: str, benchmark: str, count: int) -> str:
 
 def cell_record(spec: ParallelStudy, runtime: str, benchmark: str, count: int, capacity: dict,
                 facts: dict) -> TrialRecord:
-    now = time.time()
     sizes = spec.sizes.of(benchmark)
     if sizes.get("mib_per_array") == "auto":  # STREAM's rule: each array at least 4 × the last-level cache
         sizes["mib_per_array"] = 4 * capacity["llc_mib"]
-    params = {"count": count, "containers_per_process": spec.containers_per_process,
+    params = {"containers_per_process": spec.containers_per_process,
               "runs_per_container": spec.runs_per_container, "sizes": sizes,
               "cpus": spec.limits.cpus, "memory_bytes": spec.limits.memory_bytes}
-    return TrialRecord(cell_id(runtime, benchmark, count), runtime, scenario_of(count), benchmark, 1,
-                       "failed", "", now, now, params, capacity, facts)
+    return TrialRecord(trial_id=cell_id(runtime, benchmark, count), runtime=runtime, repetition=1,
+                       cell=ParallelCell(benchmark, count, params), capacity=capacity, facts=facts)
 
 
 class Cell:
@@ -91,7 +91,7 @@ class Cell:
         self.spec, self.count, self.tools = spec, count, tools
         self.rt = runtimes.get(runtime, host)
         self.bench = BENCHMARKS[benchmark]
-        self.argv = self.bench.argv(record.scenario_params["sizes"])
+        self.argv = self.bench.argv(record.cell.params["sizes"])
         self.record = record
         self.runs: list[RunRecord] = []
         self.launches: list[tuple[str, float, float]] = []  # (tenant, t, seconds to running)

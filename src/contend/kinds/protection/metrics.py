@@ -90,7 +90,8 @@ def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray,
         "work_conservation": float(np.mean(burst)) / spare if len(burst) and spare > 0 else math.nan,
         "neighbour_mb_s": float(np.mean(burst)) / 1e6 if len(burst) else math.nan,
         "reaction_s": reaction(isol_t, isol, burst_start),
-        "reclaim_s": reclaim(cap_t, cap, burst_start, burst_end) if cap_t is not None and len(cap_t) else math.nan,
+        "reclaim_s": (reclaim(cap_t, cap, burst_start, burst_end) if cap_t is not None and cap is not None
+                      and len(cap_t) else math.nan),
         "burst_completion_s": float(burst_end - burst_start),
     }
 
@@ -117,7 +118,7 @@ def guest_metrics(t: np.ndarray, victim: np.ndarray, lat_t: np.ndarray, lat: np.
     per bucket; io_lat: every I/O's latency, for the tail)."""
     isol = isolation(t, victim, burst_start, burst_end, warmup_s, reference)
     out = {**isol_stats(isol), "lat_imp": impact(lat_t, lat, burst_start, burst_end, warmup_s)}
-    if io_t is not None and len(io_t):
+    if io_t is not None and io_lat is not None and len(io_t):
         out["lat_p99_imp"] = impact(io_t, io_lat, burst_start, burst_end, warmup_s, p99)
     return out
 

@@ -45,16 +45,16 @@ class Run:
 
     @property
     def workload(self) -> str:
-        return self.trial["scenario"].split("/")[0]
+        return self.trial["workload"]
 
     @property
     def policy(self) -> str:
-        return self.trial["scenario"].split("/")[-1]
+        return self.trial["policy"]
 
     @property
     def victim_rate(self) -> float:
         """The bytes/s the victim asks for: its share of the calibrated bandwidth."""
-        return self.trial["scenario_params"]["victim"] * float(self.trial["capacity"]["disk_write_bw_bytes_s"])
+        return self.trial["params"]["victim"] * float(self.trial["capacity"]["disk_write_bw_bytes_s"])
 
 
 def load_run(store: Store, trial: dict) -> Run:

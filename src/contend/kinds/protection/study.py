@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...doctor import ensure_capacity
 from ...store import Store
 from ...study import Study, facts_of_trial
+from .cell import ProtectionCell
 from .report import refresh_protection
 from .spec import GuardStudy
 from .trial import run_id, run_protection_trial
@@ -17,8 +18,8 @@ def run_seconds(w, capacity_share_left: float = 0.7) -> float:
     return w.burst_at_s + w.burst_volume_s / capacity_share_left + w.tail_s + SETUP_S
 
 
-class ProtectionStudy(Study, kind="guard", model=GuardStudy, title="protection", report=refresh_protection,
-                      unit="runs"):
+class ProtectionStudy(Study, kind="guard", model=GuardStudy, cell=ProtectionCell, title="protection",
+                      report=refresh_protection, unit="runs"):
     """A Study whose runs are workloads under policies (its spec a GuardStudy)."""
 
     spec: GuardStudy

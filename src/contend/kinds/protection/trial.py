@@ -26,6 +26,7 @@ from ...probes import Sample
 from ...runtimes import Container, RuntimeFailed, last_line, signals_deferred
 from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, reset_host, stop
+from .cell import ProtectionCell
 from .spec import GuardStudy, Workload
 
 TENANTS = ("victim", "neighbour")
@@ -149,11 +150,10 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
     """One run; the guard's JSON-lines log goes to `log`."""
     host = host or detect()
     C = float(capacity["disk_write_bw_bytes_s"])
-    now = time.time()
-    result = TrialResult(TrialRecord(run_id(w.name, policy, rep), study.runtime, f"{w.name}/{policy}", "disk", rep,
-                                     "failed", "", now, now,
-                                     {**w.model_dump(), "policy": policy, "guard": study.guard.model_dump()},
-                                     capacity, facts))
+    result = TrialResult(TrialRecord(
+        trial_id=run_id(w.name, policy, rep), runtime=study.runtime, repetition=rep,
+        cell=ProtectionCell(w.name, policy, {**w.model_dump(), "policy": policy, "guard": study.guard.model_dump()}),
+        capacity=capacity, facts=facts))
     rec = result.record
     try:
         reset_host("disk")
@@ -166,7 +166,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
                               **study.guard.model_dump())
             with GuardUnderTest(cfg, {capacity["disk_device"]: C}, host, log, t.clock0) as g:
                 # the settings in force (a policy's own period and P where the study left them to it)
-                rec.scenario_params["guard"] = {**study.guard.model_dump(), "period_ms": g.guard.period_ms,
+                rec.cell.params["guard"] = {**study.guard.model_dump(), "period_ms": g.guard.period_ms,
                                                 "p": getattr(g.guard.policy, "p", None)}
                 g.guard.scan(strict=True)
                 starts = _write(t, w, C, g, result)

@@ -24,6 +24,7 @@ from ...spec import SpecError, size_bytes
 from ...store import TrialRecord
 from ...study import Advance, Study, facts_of_trial, unavailable
 from ...tenants import Tenants, TrialResult, reset_host, stop
+from .cells import DiskFillCell
 from .report import refresh_victim
 from .spec import DiskFillStudy
 
@@ -48,7 +49,8 @@ def space_problem(free_bytes: int, need_bytes: int, margin_bytes: int, where: st
             f"{margin_bytes / 2**30:.1f} GiB (lower files.beyond-memory, or free_margin)")
 
 
-class DiskFill(Study, kind="diskfill", model=DiskFillStudy, title="disk-fill attack", report=refresh_victim):
+class DiskFill(Study, kind="diskfill", model=DiskFillStudy, cell=DiskFillCell, title="disk-fill attack",
+               report=refresh_victim):
     spec: DiskFillStudy
 
     def tenants(self) -> list[str]:
@@ -92,10 +94,10 @@ class DiskFill(Study, kind="diskfill", model=DiskFillStudy, title="disk-fill att
 
         def one(item: tuple[str, int], advance: Advance) -> TrialResult:
             rt, rep = item
-            rec = TrialRecord(self.ident(item), rt, "diskfill", "disk", rep, "failed", "", time.time(),
-                              time.time(), {"sizes": sizes, "attackers": spec.attackers,
-                                            "limits": spec.limits.model_dump(), "victim": spec.victim.model_dump()},
-                              capacity, facts_of_trial(host_facts, runnable.get(rt)))
+            rec = TrialRecord(trial_id=self.ident(item), runtime=rt, repetition=rep, cell=DiskFillCell(
+                {"sizes": sizes, "attackers": spec.attackers, "limits": spec.limits.model_dump(),
+                 "victim": spec.victim.model_dump()}), capacity=capacity,
+                facts=facts_of_trial(host_facts, runnable.get(rt)))
             if unavailable(rt, runnable):
                 rec.status, rec.reason = "n/a", unavailable(rt, runnable)
                 return TrialResult(rec)

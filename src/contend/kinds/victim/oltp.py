@@ -25,6 +25,7 @@ from ...spec import size_bytes
 from ...store import TrialRecord
 from ...study import Advance, Study, facts_of_trial, need_space, unavailable
 from ...tenants import Tenants, TrialResult, reset_host
+from .cells import OltpCell
 from .metrics import converged
 from .report import refresh_victim
 from .spec import OltpStudy
@@ -57,7 +58,8 @@ PG_BYTES_PER_SCALE = 16 << 20
 SYSBENCH_BYTES_PER_ROW = 250
 
 
-class OltpVictim(Study, kind="oltp", model=OltpStudy, title="database victim", report=refresh_victim):
+class OltpVictim(Study, kind="oltp", model=OltpStudy, cell=OltpCell, title="database victim",
+                 report=refresh_victim):
     spec: OltpStudy
     fans_out = False  # a cell's repetitions go on until its interval settles, at the rate its first one measured
 
@@ -96,10 +98,10 @@ class OltpVictim(Study, kind="oltp", model=OltpStudy, title="database victim", r
             rt, db, rep = item
             if (rep > reps.min and self.settled(rt, db)) or failed[(rt, db)] >= GIVE_UP:
                 return None
-            rec = TrialRecord(f"{rt}.{db}.r{rep}", rt, "oltp", db, rep, "failed", "", time.time(), time.time(),
-                              {"share": f, "disruptors": spec.disruptors, "load": ld.model_dump(),
-                               "scale": spec.scale.model_dump()}, capacity,
-                              facts_of_trial(host_facts, runnable.get(rt)))
+            rec = TrialRecord(trial_id=f"{rt}.{db}.r{rep}", runtime=rt, repetition=rep, cell=OltpCell(
+                db, {"share": f, "disruptors": spec.disruptors, "load": ld.model_dump(),
+                     "scale": spec.scale.model_dump()}), capacity=capacity,
+                facts=facts_of_trial(host_facts, runnable.get(rt)))
             if unavailable(rt, runnable):
                 if rep > 1:
                     return None  # said once per cell
@@ -155,7 +157,7 @@ class OltpTrial:
                                                          if k not in ("read", "write", "other"))
                         t.event(VICTIM, "rate", f"{self.db.name} unthrottled {self.rate / spec.load.rate:.1f} tps; "
                                                 f"fixed rate {self.rate:.1f} tps")
-                    self.rec.scenario_params["rate_tps"] = self.rate
+                    self.rec.cell.params["rate_tps"] = self.rate
                     t.start_sampling()
                     self.advance(0.2, "base")
                     if ld.warmup_s >= 1:  # warm at the rate first: each disturbed window follows a measured one
