@@ -182,8 +182,10 @@ def test_cpu_quota_of_half_a_core_holds(rt, container):
     # Inside, the work done: never more than the quota allows, and at least 0.3 of a free run. A throttled
     # worker resumes with cold caches every period, so on a busy host it does less per CPU-second than a free
     # one: two fresh-clone CI runs saw 0.36 and 0.37 under docker (free runs 1244/1248 around the capped one),
-    # while the host view above held at 0.5.
-    assert 0.3 <= rate / free_rate <= 0.5 * 1.25, f"inside: {rate:.0f} vs {before:.0f}/{after:.0f} bogo ops/s"
+    # while the host view above held at 0.5. Above: this host's work per CPU-second moves by 10-20 % within a
+    # minute (docs/results.md, "the guest view of CPU measures the host's speed too"): a session at 513 bogo
+    # ops/s free saw 0.63 under crun, with the host view at 0.5.
+    assert 0.3 <= rate / free_rate <= 0.5 * 1.4, f"inside: {rate:.0f} vs {before:.0f}/{after:.0f} bogo ops/s"
 
 
 def test_memory_limit_is_hit(rt, container):

@@ -340,7 +340,7 @@ def test_oltp_study_measures_d_and_marks_the_oom_kills(tmp_path):
     assert float(rows[("memory-bomb", "postgresql", "oom_kills")]["value"]) >= 1  # the bomb passed its limit
     con = duckdb.connect(str(out / "contend.duckdb"), read_only=True)
     kinds = dict(con.execute("SELECT kind, count(*) FROM events GROUP BY kind").fetchall())
-    params = json.loads(con.execute("SELECT scenario_params FROM trials").fetchone()[0])
+    params = json.loads(con.execute("SELECT params FROM cells_oltp").fetchone()[0])
     con.close()
     assert kinds.get("oom-kill", 0) >= 1 and kinds.get("rate") == 1
     assert params["rate_tps"] > 0  # the fixed rate, from the calibration
