@@ -36,8 +36,8 @@ check-image: setup
 
 setup: system venv runtimes
 
-# runtimes built from their releases next to the distribution's (runc@1.5.2), cached; one that cannot be
-# built here is said and skipped
+# runtimes built from their releases next to the distribution's (runc@1.5.2, gVisor 2026-09, youki 0.7.0),
+# cached; one that cannot be built here is said and skipped
 runtimes: venv
 	@$(VENV)/bin/python -m contend.runtimes
 

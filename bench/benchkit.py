@@ -1,4 +1,4 @@
-"""What the benchmarks share: a runc container with a data directory, removed with it afterwards."""
+"""What the benchmarks share: a container (runc unless named) with a data directory, removed with it afterwards."""
 from __future__ import annotations
 
 import json
@@ -30,10 +30,10 @@ def fio_iops(rt, c, seconds: float, *options: str) -> float:
 
 
 @contextmanager
-def runc_container(userns: bool = True):
-    """(runtime, container) of one unlimited runc container whose /data is a fresh directory on the
-    experiment device; both removed on the way out."""
-    rt = get("runc")
+def runc_container(userns: bool = True, runtime: str = "runc"):
+    """(runtime, container) of one unlimited container (runc unless named) whose /data is a fresh directory on
+    the experiment device; both removed on the way out."""
+    rt = get(runtime)
     data = owned.data_dir("bench", uuid.uuid4().hex[:6])
     data.mkdir(parents=True, exist_ok=True)
     try:
@@ -44,3 +44,17 @@ def runc_container(userns: bool = True):
             rt.delete(c)
     finally:
         owned.remove_data_dir(data)
+
+
+def interleaved(up: dict, loads: dict, rounds: int, seconds: float) -> dict[tuple[str, str], list[float]]:
+    """Each load on each container (`up`: name -> (runtime, container)), `rounds` times, the containers' order
+    rotating each round: side by side in one run. Prints every measurement; returns them per (load, name)."""
+    names = list(up)
+    results: dict[tuple[str, str], list[float]] = {(w, n): [] for w in loads for n in names}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for w, work in loads.items():
+            for n in order:
+                results[(w, n)].append(work(*up[n], seconds))
+                print(f"round {r + 1} {w:38s} {n:22s} {results[(w, n)][-1]:12.1f}", flush=True)
+    return results

@@ -22,7 +22,7 @@ import statistics
 import sys
 from unittest import mock
 
-from benchkit import bogo_rate, fio_iops, runc_container
+from benchkit import bogo_rate, fio_iops, interleaved, runc_container
 from contend.runtimes import oci
 
 SETTINGS = ("default", "no-seccomp", "no-userns")
@@ -67,7 +67,6 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    results = {(w, s): [] for w in LOADS for s in SETTINGS}
     with contextlib.ExitStack() as stack:
         up = {s: stack.enter_context(container(s)) for s in SETTINGS}
         for s, (rt, c) in up.items():  # check each is what it says
@@ -76,12 +75,7 @@ def main() -> None:
                 sys.exit(f"{s}: not what it says: {' '.join(status)}")
         for rt, c in up.values():  # lay fio's file out before any clock
             psync_iops(rt, c, 1)
-        for r in range(args.rounds):
-            for w, work in LOADS.items():
-                order = SETTINGS[r % 3:] + SETTINGS[:r % 3]
-                for s in order:
-                    results[(w, s)].append(work(*up[s], args.seconds))
-                    print(f"round {r + 1} {w:38s} {s:10s} {results[(w, s)][-1]:12.1f}", flush=True)
+        results = interleaved(up, LOADS, args.rounds, args.seconds)
     print(f"\nmedian of {args.rounds} interleaved rounds, {args.seconds:g} s each, three runc containers:")
     for w in LOADS:
         med = {s: statistics.median(results[(w, s)]) for s in SETTINGS}

@@ -8,7 +8,7 @@ PKGS=(runc crun runsc lxc bpftrace stress-ng fio iperf3 sysbench iproute2 util-l
       chromium                              # the report's browser test (headless)
       mmdebstrap                            # make check-image: the base image, from Debian's mirror
       golang-github-containers-common       # /usr/share/containers/seccomp.json: the containers' seccomp profile
-      libseccomp-dev pkg-config)            # runc@1.5.2, built from its release (contend.runtimes.builds)
+      libseccomp-dev pkg-config)            # runc@1.5.2 and youki, built from their releases (contend.runtimes.builds)
 # a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
 # the tests start it for their session only when it is not running
 command -v dockerd >/dev/null 2>&1 || PKGS+=(docker.io)

@@ -16,7 +16,8 @@ from contend.runtimes.engine import docker_session
 CONTEND = [sys.executable, "-m", "contend.cli"]
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (real containers, cgroups, eBPF)")
-ALL_RUNTIMES = ("runc", "crun", "runsc", "lxc", "docker", "runc@1.5.2")
+ALL_RUNTIMES = ("runc", "crun", "runsc", "lxc", "docker", "runc@1.5.2", "runsc@20260905",
+                "youki@0.7.0")
 
 
 def runtime_or_skip(name: str) -> runtimes.Runtime:

@@ -4,12 +4,15 @@ missing. The build itself is `make setup`'s; the built runtime's container tests
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from contend.runtimes import builds, get
+from contend.runtimes import ContainerSpec, builds, get, signals_deferred
 from contend.spec import known_runtime
 from contend.tools import ToolFailed
+
+from .conftest import runtime_or_skip
 
 
 @pytest.fixture
@@ -46,3 +49,39 @@ def test_a_build_that_cannot_run_is_recorded_and_said(cache, monkeypatch, tmp_pa
         builds.build(b)
     assert builds.why_not_built(b).startswith("not built: building runc@1.5.2: go is not installed")
     assert not b.binary.exists()
+
+
+def test_gvisor_is_one_build_under_two_platforms():
+    systrap, ptrace = builds.BUILDS["runsc@20260905"], builds.BUILDS["runsc@20260905-ptrace"]
+    assert systrap.binary == ptrace.binary  # built once
+    assert get("runsc@20260905").cli("list")[3:4] == ["--platform=systrap"]
+    assert get("runsc@20260905-ptrace").cli("list")[3:4] == ["--platform=ptrace"]
+    assert get("runsc").cli("list")[3:4] == ["--platform=ptrace"]  # Debian's 2022 release has no systrap
+
+
+def cmdlines_naming(word: str) -> list[list[str]]:
+    out = []
+    for f in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = f.read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile
+            continue
+        if any(word in a for a in argv):
+            out.append(argv)
+    return out
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("name,platform", [("runsc@20260905", "systrap"), ("runsc@20260905-ptrace", "ptrace")])
+def test_gvisor_runs_on_the_platform_its_name_says(name, platform):
+    """The sandbox of each name really runs on its platform: its command line as the host sees it."""
+    rt = runtime_or_skip(name)
+    spec = ContainerSpec(f"contend-test-platform-{platform}")
+    try:
+        c = rt.create(spec)
+        assert rt.run(c, ["/usr/bin/true"], timeout=60).returncode == 0
+        sandbox = [a for a in cmdlines_naming(spec.name) if "boot" in a]
+        assert sandbox and all(f"--platform={platform}" in a for a in sandbox), sandbox
+    finally:
+        with signals_deferred():
+            rt.remove_leftover(spec.name)

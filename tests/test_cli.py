@@ -214,7 +214,8 @@ def test_doctor_json_reports_this_host():
     assert p.returncode == 0, p.stderr
     f = json.loads(p.stdout)
     names = {r["name"]: r for r in f["runtimes"]}
-    assert set(names) == {"runc", "crun", "runsc", "lxc", "kata", "docker", "podman", "runc@1.5.2"}
+    assert set(names) == {"runc", "crun", "runsc", "lxc", "kata", "docker", "podman", "runc@1.5.2",
+                          "runsc@20260905", "runsc@20260905-ptrace", "youki@0.7.0"}
     assert not names["kata"]["runs"] and names["kata"]["reason"].startswith("detected only")  # never run
     for r in names.values():
         assert r["runs"] or r["reason"], f"{r['name']}: a runtime that does not run says why"

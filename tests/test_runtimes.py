@@ -14,6 +14,7 @@ from contend.cgroups import IoLimit, Limits
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
 from contend.runtimes import ContainerSpec
+from contend.runtimes.oci import Runsc, Youki
 from contend.runtimes.security import USERNS_BASE
 
 from .conftest import ALL_RUNTIMES, needs_root, require, runtime_or_skip
@@ -51,16 +52,18 @@ def container(rt, tmp_path):
 
 def test_container_runs_with_security_defaults(rt, container):
     c = container()
-    # directory listed with Python: runsc 2022 rejects the statx flags of coreutils 9 (`ls`: EINVAL)
+    # directory listed with Python: runsc 2022 rejects the statx flags of coreutils 9 (`ls`: EINVAL); gVisor
+    # 2026 without a network has no /sys/class/net
     p = rt.run(c, ["sh", "-c", "hostname; grep NoNewPrivs /proc/self/status; touch /usr/x 2>&1; "
                                "echo ok > /tmp/w && cat /tmp/w; "
-                               "python3 -c \"import os; print(' '.join(os.listdir('/sys/class/net')))\""])
+                               "python3 -c \"import os; n = '/sys/class/net'; "
+                               "print(' '.join(os.listdir(n)) if os.path.isdir(n) else '-')\""])
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert c.name in out  # its own UTS namespace
     assert "Read-only file system" in out  # host binds are read-only
     assert "ok" in out  # private writable /tmp
-    if rt.name != "runsc":  # gVisor's /proc/self/status and /sys are its own
+    if not isinstance(rt, Runsc):  # gVisor's /proc/self/status and /sys are its own
         assert "NoNewPrivs:\t1" in out
         assert out.split()[-1] == "lo"  # no network but loopback
 
@@ -81,9 +84,12 @@ def test_a_container_is_at_least_as_strict_as_runc_spec(rt, container):
     assert int(status["CapEff"], 16) == RUNC_SPEC_CAPS and int(status["CapBnd"], 16) == RUNC_SPEC_CAPS, out
     assert "shadow=0" in out  # the host's password hashes: masked
     assert "kcore=0" in out or "kcore=masked" in out
-    if rt.name == "runsc":
+    if isinstance(rt, Runsc):
         return  # gVisor: the sandbox's own kernel; its /proc/1 and mounts are its own
-    assert status["Seccomp"].strip() == "2", out  # a filter
+    if isinstance(rt, Youki):  # youki 0.7.0's exec leaves the filter out (docs/runtimes.md): notice a fix
+        assert status["Seccomp"].strip() == "0", "youki's exec now applies seccomp: update the docs"
+    else:
+        assert status["Seccomp"].strip() == "2", out  # a filter
     assert out.split("Max open files")[1].split()[:2] == ["1024", "1024"], out
     data = next(line.split()[3].split(",") for line in out.splitlines() if " /data " in line)
     if rt.name not in ("lxc", "docker"):  # neither can set them on a rw bind; no_new_privs and no CAP_MKNOD
@@ -209,7 +215,7 @@ def test_io_bps_limit_holds_for_direct_io(rt, container):
     wall = time.monotonic() - t0
     assert p.returncode == 0, p.stderr
     achieved = (10 << 20) / wall
-    if rt.name == "runsc":
+    if isinstance(rt, Runsc):
         # gVisor's gofer writes on the container's behalf from outside the throttled cgroup: the limit is
         # not enforced (a finding, DESIGN §4/§5). Check that this is still so, so the test notices a fix.
         assert achieved > 2 * rate, f"runsc held the I/O limit ({achieved / 2**20:.1f} MiB/s): update the docs"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from contend.tools import ToolFailed, run_tool, workdir
+from contend.tools import ToolFailed, last_line, run_tool, workdir
 
 from .conftest import contend, needs_root, require, tiny_spec
 
@@ -130,3 +130,10 @@ def test_a_parallel_study_whose_benchmarks_cannot_be_built_fails_its_trials_with
     p = contend("run", str(spec), "--out", str(tmp_path / "out"), env=env)
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
     assert "cc exited 3: cc: injected failure" in p.stdout
+
+
+def test_the_last_line_of_a_rust_tools_error_is_its_error_not_its_backtrace():
+    out = ("DEBUG mounting\nError: failed to create container: failed to prepare rootfs\n\n"
+           "Stack backtrace:\n   0: <unknown>\n   9: <unknown>\n")
+    assert last_line(out) == "Error: failed to create container: failed to prepare rootfs"
+    assert last_line("a\nb\n") == "b" and last_line(b"") == ""

@@ -25,7 +25,8 @@ def last_line(text: str | bytes | None) -> str:
     """The last line a failing command wrote: usually its reason."""
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
-    lines = (text or "").strip().splitlines()
+    text = (text or "").split("\nStack backtrace:")[0]  # a Rust tool's (youki's) error, then its backtrace
+    lines = text.strip().splitlines()
     return lines[-1].strip() if lines else ""
 
 

@@ -1,7 +1,9 @@
 """Runtimes built from an upstream release, next to the distribution's (issue 24): `runc@1.5.2` beside
-Debian's runc 1.1.5. Each is pinned by its module version (the Go checksum database verifies the source
-`go install` fetches), built into contend's own cache, never over a distribution binary, and recorded with
-the sha256 of what was built: a cached binary whose checksum no longer matches is not used.
+Debian's runc 1.1.5, and gVisor of 2026-09-05 beside Debian's runsc of 2022, on its two platforms:
+`runsc@20260905` (systrap, gVisor's default since 2023) and `runsc@20260905-ptrace` (one binary, two names).
+Each is pinned by its module version (the Go checksum database verifies the source `go install` fetches),
+built into contend's own cache, never over a distribution binary, and recorded with the sha256 of what was
+built: a cached binary whose checksum no longer matches is not used.
 
     .venv/bin/python -m contend.runtimes      # build every one missing (make setup runs it)
 """
@@ -20,21 +22,27 @@ from ..paths import HOME
 from ..tools import ToolFailed, run_tool
 
 CACHE = HOME / "runtimes"
+GVISOR, GVISOR_DATE = "v0.0.0-20260905035102-160fafc42237", "20260905"
 
 
 @dataclass(frozen=True)
 class Build:
     name: str  # the runtime's name in a spec
     base: str  # the adapter that drives it (its CLI is the base runtime's)
-    module: str  # the Go module whose main package is the runtime
+    module: str  # the Go module whose main package is the runtime, or the Rust crate
     version: str
-    tags: str = ""
+    tags: str = ""  # Go build tags, or the crate's features
     ldflags: str = ""
     needs: tuple[str, ...] = ()  # headers the build links against (Debian packages make setup installs)
+    args: tuple[str, ...] = ()  # global flags in place of the adapter's own (runsc's platform)
+    cache: str = ""  # the cache directory, when builds share one binary (gVisor's platforms); else its name
+    toolchain: str = "go"  # or "cargo"
+    cgo: bool = True  # runc links libseccomp; gVisor's sandbox re-executes itself in an empty chroot, where a
+    # dynamically linked binary finds no loader ("fork/exec /proc/self/exe: no such file or directory")
 
     @property
     def directory(self) -> Path:
-        return CACHE / self.name
+        return CACHE / (self.cache or self.name)
 
     @property
     def binary(self) -> Path:
@@ -48,6 +56,15 @@ class Build:
 BUILDS = {b.name: b for b in (
     Build("runc@1.5.2", "runc", "github.com/opencontainers/runc", "v1.5.2", tags="seccomp",
           ldflags="-X main.version=1.5.2", needs=("libseccomp-dev",)),
+    # gVisor's `go` branch (its Go-buildable tree, generated files included): the module proxy's latest
+    *(Build(f"runsc@{GVISOR_DATE}{suffix}", "runsc", "gvisor.dev/gvisor/runsc", GVISOR,
+            ldflags=f"-X gvisor.dev/gvisor/runsc/version.version=go-{GVISOR_DATE}",
+            args=(f"--platform={platform}",), cache=f"runsc@{GVISOR_DATE}", cgo=False)
+      for suffix, platform in (("", "systrap"), ("-ptrace", "ptrace"))),
+    # youki with both cgroup versions and seccomp; not systemd's cgroup driver (contend drives cgroupfs) nor
+    # the eBPF device filter of v2 (a v2 host's device rules are then not enforced by youki: docs/runtimes.md)
+    Build("youki@0.7.0", "youki", "youki", "0.7.0", tags="v1,v2,seccomp", needs=("libseccomp-dev", "pkg-config"),
+          toolchain="cargo"),
 )}
 
 
@@ -80,51 +97,65 @@ def why_not_built(b: Build) -> str:
     return "its cached binary does not match the checksum recorded when it was built: build it again"
 
 
-def go_version() -> str:
+def toolchain_version(b: Build) -> str:
+    argv = ["go", "env", "GOVERSION"] if b.toolchain == "go" else ["cargo", "--version"]
     try:
-        return run_tool(["go", "env", "GOVERSION"], "reading go's version", timeout=30).stdout.strip()
+        return run_tool(argv, f"reading {b.toolchain}'s version", timeout=30).stdout.strip()
     except ToolFailed:
         return ""
 
 
-def build(b: Build, timeout: float = 1800) -> Path:
-    """`go install module@version` into a fresh directory, then into the cache with its record. Raises
-    ToolFailed (go missing, the module not reachable, the build failing) after recording why."""
+def install(b: Build, into: str) -> tuple[list[str], dict[str, str], Path]:
+    """The toolchain's own install of the pinned release into a directory: its command, environment and
+    where the binary lands. Go: `go install module@version` (the checksum database verifies the source);
+    Rust: `cargo install --locked` of the crate's version (the registry's checksums, the crate's lock file)."""
+    if b.toolchain == "cargo":
+        argv = ["cargo", "install", "--locked", "--quiet", "--root", into, "--version", b.version.lstrip("v"),
+                "--no-default-features", "--features", b.tags, b.module]
+        return argv, dict(os.environ), Path(into) / "bin" / b.base
+    argv = ["go", "install", *(["-tags", b.tags] if b.tags else []), *(["-ldflags", b.ldflags] if b.ldflags else []),
+            f"{b.module}@{b.version}"]
+    env = {**os.environ, "GOBIN": into, "CGO_ENABLED": "1" if b.cgo else "0", "GOFLAGS": "-trimpath"}
+    return argv, env, Path(into) / Path(b.module).name
+
+
+def build(b: Build, timeout: float = 2400) -> Path:
+    """Build the release into a fresh directory, then move it into the cache with its record. Raises
+    ToolFailed (the toolchain missing, the source not reachable, the build failing) after recording why."""
     if built(b):
         return b.binary
     b.directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=b.directory) as tmp:
-        env = {**os.environ, "GOBIN": tmp, "CGO_ENABLED": "1", "GOFLAGS": "-trimpath"}
-        argv = ["go", "install"]
-        if b.tags:
-            argv += ["-tags", b.tags]
-        if b.ldflags:
-            argv += ["-ldflags", b.ldflags]
+        argv, env, out = install(b, tmp)
         try:
-            run_tool([*argv, f"{b.module}@{b.version}"], f"building {b.name}", timeout=timeout, env=env)
+            run_tool(argv, f"building {b.name}", timeout=timeout, env=env)
         except ToolFailed as e:
             b.manifest.write_text(json.dumps({"version": b.version, "failed": str(e)}))
             raise
-        out = Path(tmp) / Path(b.module).name
         os.replace(out, b.binary)
     b.manifest.write_text(json.dumps({"version": b.version, "module": b.module, "sha256": sha256(b.binary),
-                                      "go": go_version(), "built_at": time.strftime(
+                                      b.toolchain: toolchain_version(b), "built_at": time.strftime(
                                           "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
     return b.binary
 
 
 def main() -> int:
     """Build every runtime not yet built; one that cannot be built is said, and skipped (exit 0)."""
+    done: set[Path] = set()
     for b in BUILDS.values():
+        if b.directory in done:  # another name of a binary already built (or tried) in this run
+            continue
+        done.add(b.directory)
+        names = ", ".join(x.name for x in BUILDS.values() if x.directory == b.directory)
         if built(b):
-            print(f"{b.name}: built ({b.binary})")
+            print(f"{names}: built ({b.binary})")
             continue
         t0 = time.monotonic()
         try:
             build(b)
-            print(f"{b.name}: built in {time.monotonic() - t0:.0f} s ({b.binary})")
+            print(f"{names}: built in {time.monotonic() - t0:.0f} s ({b.binary})")
         except ToolFailed as e:
-            print(f"{b.name}: skipped: {e}", file=sys.stderr)
+            print(f"{names}: skipped: {e}", file=sys.stderr)
     return 0
 
 

@@ -14,10 +14,11 @@ from .base import (
 from .builds import BUILDS, built, why_not_built
 from .engine import Engine, Kata
 from .lxc import Lxc
-from .oci import Crun, Runc, Runsc
+from .oci import Crun, Runc, Runsc, Youki
 
 KNOWN = ("runc", "crun", "runsc", "lxc", "kata", "docker", "podman", *BUILDS)
 SIMPLE = {"runc": Runc, "crun": Crun, "runsc": Runsc, "lxc": Lxc, "kata": Kata}
+ADAPTERS = {**SIMPLE, "youki": Youki}  # a built release's adapter (youki: only contend's own build)
 
 
 def get(name: str, host: CgroupHost | None = None) -> Runtime:
@@ -27,8 +28,10 @@ def get(name: str, host: CgroupHost | None = None) -> Runtime:
         return SIMPLE[name](host)
     if name in BUILDS:
         b = BUILDS[name]
-        rt = SIMPLE[b.base](host)
+        rt = ADAPTERS[b.base](host)
         rt.name, rt.binary = name, str(b.binary)  # its own state root (STATE/name) and its own binary
+        if b.args:
+            rt.global_args = list(b.args)
         return rt
     engine, _, oci = name.partition("-")
     if engine in ("docker", "podman"):
