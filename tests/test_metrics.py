@@ -310,3 +310,27 @@ def test_the_hosts_own_speed_is_read_from_work_per_cpu_second():
     assert math.isnan(host_speedup([host]))  # no guest view
     starved = Curve("host", xs, xs, np.array([0.5, 0.5, 0.0, 0.5, 0.5]), np.arange(5.0), np.full(5, 0.5))
     assert host_speedup([starved, hurt]) == pytest.approx(1.0)  # a step without CPU time says nothing
+
+
+def test_the_ebpf_views_coverage_is_the_step_where_it_differs_most_from_the_kernels_count():
+    """The eBPF view counts the host view's quantity again. A disk tenant alone at its throttle read 0.91-0.93
+    of the cgroup's bytes in the eBPF view (blk-throttle submits what it held back from a kernel worker) and
+    1.00 once the disk, not the throttle, held it: the eBPF baseline low, its I_plr above 1 (1.10 in a youki
+    harmony trial). ebpf_coverage names the worst step; memory, whose eBPF view counts something else, has none."""
+    from contend.kinds.isolation.rows import ebpf_coverage, trial_rows
+    from contend.metrics import Curve
+    xs = np.linspace(0, 1, 5)
+    host = Curve("host", xs, xs, np.array([0.5, 0.5, 0.48, 0.45, 0.45]), np.arange(5.0), np.full(5, 0.5))
+    low = Curve("ebpf", xs, xs, np.array([0.46, 0.46, 0.47, 0.45, 0.45]), np.arange(5.0), np.full(5, 0.5))
+    assert ebpf_coverage([host, low]) == pytest.approx(0.92)
+    high = Curve("ebpf", xs, xs, np.array([0.5, 0.5, 0.48, 0.45, 0.6]), np.arange(5.0), np.full(5, 0.5))
+    assert ebpf_coverage([host, high]) == pytest.approx(0.6 / 0.45)
+    same = Curve("ebpf", xs, xs, host.w_a * 1.01, np.arange(5.0), np.full(5, 0.5))
+    assert ebpf_coverage([host, same]) == pytest.approx(1.01)
+    starved = Curve("host", xs, xs, np.array([0.5, 0.5, 0.0, 0.5, 0.5]), np.arange(5.0), np.full(5, 0.5))
+    assert ebpf_coverage([starved, Curve("ebpf", xs, xs, np.full(5, 0.5), np.arange(5.0), np.full(5, 0.5))]) == 1.0
+    assert ebpf_coverage([host, Curve("ebpf", xs, xs, np.array([0.5, 0.0, 0.5, 0.5, 0.5]), np.arange(5.0),
+                                      np.full(5, 0.5))]) == 0.0  # a step the eBPF view missed whole
+    assert math.isnan(ebpf_coverage([host]))
+    assert ("ebpf", "ebpf_coverage", pytest.approx(0.92)) in trial_rows("disk", [host, low], 0.5)
+    assert not any(m == "ebpf_coverage" for _, m, _ in trial_rows("memory", [host, low], 0.5))

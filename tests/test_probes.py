@@ -8,7 +8,8 @@ from functools import partial
 import numpy as np
 import pytest
 
-from contend.cgroups import Limits
+from contend.cgroups import IoLimit, Limits
+from contend.doctor.calibrate import device_of
 from contend.paths import DATA
 from contend.probes import BpftraceProbes, CgroupSampler, Target
 from contend.probes.ebpf import CATALOGUE, Probe, probe_types, tick
@@ -88,6 +89,74 @@ def test_the_block_probe_of_kernels_before_6_5_attributes_the_same_io(runc_tenan
     ios = sum(s.value * 0.1 for s in samples if s.quantity == "blk_ios_s")
     assert blk == pytest.approx(50 << 20, rel=0.15), f"{blk / 2**20:.1f} MiB attributed"
     assert 45 <= ios <= 50 * 2 + 10, f"{ios:.0f} I/Os for 50 writes of 1 MiB"
+
+
+@pytest.fixture
+def io_tenant():
+    """A runc container with a data directory and, per call, its own limits: (runtime, make(limits))."""
+    rt = runtime_or_skip("runc")
+    made = []
+
+    def make(limits: Limits):
+        data = DATA / f"contend-test-{uuid.uuid4().hex[:6]}"
+        data.mkdir(parents=True)
+        made.append((rt.create(ContainerSpec(f"probe-{uuid.uuid4().hex[:6]}", limits, data)), data))
+        return made[-1][0]
+    yield rt, make
+    import shutil
+    for c, data in made:
+        rt.delete(c)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def written(rt, c, command: str, catalogue=CATALOGUE) -> tuple[float, int]:
+    """(bytes the eBPF block probe attributed, bytes the kernel charged to the cgroup as writes) of a shell
+    command run in the container."""
+    dev = device_of(DATA)
+    before = c.cgroup.stats().io.get(dev)
+    probes = BpftraceProbes([Target("t", c.cgroup, c.tracking, partial(rt.track, c))], period=0.1,
+                            wanted=("block",), catalogue=catalogue).start()
+    assert probes.attached == ["block"], probes.problems
+    p = rt.run(c, ["sh", "-c", command], timeout=120)
+    time.sleep(0.3)  # the last bucket printed
+    samples = probes.stop()
+    assert p.returncode == 0, p.stderr
+    after = c.cgroup.stats().io[dev]
+    ebpf = sum(s.value * 0.1 for s in samples if s.quantity == "blk_bytes_s")
+    return ebpf, after.wbytes - (before.wbytes if before else 0)
+
+
+@pytest.mark.parametrize("tracepoint", ["block:block_io_start", "block:block_bio_queue"])
+def test_the_block_probe_counts_data_writes_not_discards(io_tenant, tracepoint):
+    """A dd that truncates the file it rewrites frees its blocks first: on a filesystem mounted with -o discard
+    (this host's /) that is a discard request as long as the file, in the writer's own context. The kernel
+    charges it as Discard, not Write; the block probe counted its length as written bytes (60 MiB read for
+    40 MiB written: the eBPF disk view of a tenant that rewrites files read far above the host view)."""
+    require("bpftrace")
+    rt, make = io_tenant
+    c = make(Limits(cpu=1.0))
+    catalogue = tuple(p for p in CATALOGUE if p.name != "block" or p.tracepoint == tracepoint)
+    dd = "dd if=/dev/zero of=/data/f bs=1M count=20 oflag=direct 2>/dev/null"
+    ebpf, charged = written(rt, c, f"{dd}; sync; {dd}", catalogue)
+    assert charged >= 40 << 20
+    assert ebpf == pytest.approx(charged, rel=0.05), f"eBPF {ebpf / 2**20:.1f} MiB, charged {charged / 2**20:.1f} MiB"
+
+
+def test_io_that_blk_throttle_held_back_is_not_attributed_by_the_ebpf_view(io_tenant):
+    """A known limit of the eBPF disk view, measured: a bio over the tenant's throttle is queued and later
+    submitted by blk-throttle's kernel worker, whose cgroup is the root, and the tracepoints bpftrace 0.17
+    attaches to here expose no bio's owner (no kfunc, no raw tracepoints). So the eBPF view reads a tenant
+    held at its throttle low, while the kernel's own counter has it all; metrics' ebpf_coverage flags such
+    cells. If this test fails, the view has become whole: drop the flag and the paragraph in docs/metrics.md."""
+    require("bpftrace")
+    rt, make = io_tenant
+    c = make(Limits(io=(IoLimit(device_of(DATA), wbps=20 << 20),)))
+    ebpf, charged = written(rt, c, "dd if=/dev/zero of=/data/f bs=1M count=30 oflag=direct conv=notrunc 2>/dev/null")
+    assert charged >= 30 << 20
+    assert ebpf < 0.97 * charged, f"eBPF {ebpf / 2**20:.1f} MiB of {charged / 2**20:.1f} MiB charged"
+    free = make(Limits(cpu=1.0))  # the same writes without a throttle: all seen
+    ebpf, charged = written(rt, free, "dd if=/dev/zero of=/data/f bs=1M count=30 oflag=direct conv=notrunc 2>/dev/null")
+    assert ebpf == pytest.approx(charged, rel=0.03)
 
 
 def busy_half_cpu(rt, c):

@@ -99,3 +99,29 @@ def test_a_guest_cpu_view_whose_host_changed_speed_says_so():
     assert "~" not in cells[("runsc", "harmony")][("cpu", "I_plr")]
     assert "~" not in {(r["runtime"], r["scenario"]): r["cells"] for r in table4(rows, NOTES, "host")["rows"]}[
         ("runc", "harmony")][("cpu", "I_plr")]
+
+
+def test_an_ebpf_view_that_did_not_count_what_the_kernel_charged_says_so():
+    """A disk cell whose eBPF view counted 0.92 of the host view's bytes in some step (ebpf_coverage) has its
+    eBPF cells flagged with the reason, in the terminal's table and in the eBPF Table 4; the host view is not."""
+    import io
+    rows = ROWS + [row("runc", "harmony", "disk", v, m, x, x - 0.1, x + 0.1, 3) for v in ("host", "ebpf")
+                   for m, x in (("I_intFree", 0.7), ("I_plr", 0.9), ("S_I", 0.8))]
+    rows += [row("runc", "harmony", "disk", "ebpf", "ebpf_coverage", 0.92, 0.9, 0.94, 3),
+             row("runsc", "harmony", "disk", "ebpf", "I_plr", 1.0),
+             row("runsc", "harmony", "disk", "ebpf", "I_intFree", 1.0),
+             row("runsc", "harmony", "disk", "ebpf", "ebpf_coverage", 0.98)]
+    pipe = io.StringIO()
+    Console(file=pipe, width=80).print(rich_views(rows, NOTES, "a study"))
+    out = pipe.getvalue()
+    assert max(len(line) for line in out.splitlines()) <= 80
+    line = next(ln for ln in out.splitlines() if ln.lstrip().startswith("runc") and "harmony" in ln
+                and "0.70" in ln)
+    assert line.count("~(") == 1 and line.split()[3].startswith("0.70±") and line.split()[4].startswith("~(")
+    assert "counted 0.92× of what the kernel charged" in " ".join(out.split())
+    assert "runsc harmony disk the eBPF" not in " ".join(out.split())  # 0.98: within the band
+    cells = {(r["runtime"], r["scenario"]): r["cells"] for r in table4(rows, NOTES, "ebpf")["rows"]}
+    assert "~" in cells[("runc", "harmony")][("disk", "I_plr")]
+    assert "~" not in cells[("runsc", "harmony")][("disk", "I_plr")]
+    host = {(r["runtime"], r["scenario"]): r["cells"] for r in table4(rows, NOTES, "host")["rows"]}
+    assert "~" not in host[("runc", "harmony")][("disk", "I_plr")]
