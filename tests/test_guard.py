@@ -266,7 +266,8 @@ workloads:
 @pytest.mark.slow
 @needs_root
 def test_guard_study_end_to_end_with_real_containers(tmp_path):
-    """Aridac's workload 2 under no policy, aridac and contend, real runc containers, real fio, real caps."""
+    """Aridac's workload 2 under no policy, aridac and contend, real runc containers, real fio, real caps; each
+    policy run between two runs under no policy (A/B/A), its work conservation against them."""
     from .conftest import runtime_or_skip
     runtime_or_skip("runc")
     require("fio")
@@ -282,7 +283,10 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     from .conftest import planned_trials
     with Store(out, read_only=True) as store:
         assert {t["trial_id"] for t in store.trials()} == planned_trials(out) == {
-            "workload2.none.r1", "workload2.aridac.r1", "workload2.contend.r1"}
+            "workload2.none.r1", "workload2.aridac.r1", "workload2.none.r1.after-aridac", "workload2.contend.r1",
+            "workload2.none.r1.after-contend"}
+        order = [t["trial_id"] for t in store.trials()]
+        assert order.index("workload2.aridac.r1") == order.index("workload2.none.r1.after-aridac") - 1
     rows = list(csv.DictReader(open(out / "metrics.csv")))
     got = {(r["scenario"], r["view"], r["metric"]): r for r in rows}
     for policy in ("none", "aridac", "contend"):
@@ -292,6 +296,13 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
                              ("guest", "lat_p99_imp")):
             assert float(got[(f"workload2/{policy}", view, metric)]["value"]) > -1, (policy, metric)
         assert all(r["resource"] == "disk" and r["runtime"] == "runc" for r in rows)
+    # none is its own reference (three runs of it); every share in [0, 1], and the disk's spread said
+    assert float(got[("workload2/none", "host", "work_conservation")]["value"]) == 1.0
+    assert got[("workload2/none", "host", "work_conservation")]["n"] == "3"
+    for policy in ("aridac", "contend"):
+        assert 0 <= float(got[(f"workload2/{policy}", "host", "work_conservation")]["value"]) <= 1
+        assert float(got[(f"workload2/{policy}", "host", "ref_delivery_mb_s")]["value"]) > 0
+    assert "the disk under no policy delivered" in (out / "guard-table.md").read_text()
     # contend set caps (the neighbour's reclaim is measured); no policy set none
     assert got[("workload2/contend", "host", "reclaim_s")]["value"] != ""
     assert got[("workload2/none", "host", "reclaim_s")]["value"] == ""

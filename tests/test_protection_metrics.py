@@ -6,7 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from contend.kinds.protection.metrics import guest_metrics, protection_metrics, reclaim, spare_capacity
+from contend.kinds.protection.metrics import (
+    delivery,
+    guest_metrics,
+    protection_metrics,
+    reclaim,
+    work_conservation,
+)
 
 T = np.arange(0, 40, 0.1) + 0.05  # 100 ms buckets
 START, END = 10.0, 30.0
@@ -21,7 +27,7 @@ def run(victim_during, neighbour_during, v0=200.0, n0=200.0):
 
 def test_untouched_victim_and_all_of_the_spare_for_the_burst():
     v, n = run(200.0, 800.0)
-    m = protection_metrics(T, v, n, START, END, spare=800.0)
+    m = protection_metrics(T, v, n, START, END, delivered=1000.0)
     assert m["isol_mean"] == pytest.approx(1) and m["isol_p05"] == pytest.approx(1)
     assert m["work_conservation"] == pytest.approx(1)
     assert m["reaction_s"] == 0.0
@@ -31,22 +37,23 @@ def test_untouched_victim_and_all_of_the_spare_for_the_burst():
 
 def test_victim_halved_for_the_first_three_seconds():
     v, n = run(np.where(T < START + 3, 100.0, 200.0), 600.0)
-    m = protection_metrics(T, v, n, START, END, spare=800.0)
+    m = protection_metrics(T, v, n, START, END, delivered=1000.0)
     assert m["isol_mean"] == pytest.approx((3 * 0.5 + 17 * 1) / 20, abs=0.01)
     assert m["isol_p05"] == pytest.approx(0.5)
     assert m["reaction_s"] == pytest.approx(3.4, abs=0.15)  # 5-bucket smoothing: 0.4 s late
-    assert m["work_conservation"] == pytest.approx(0.75)
+    # the victim left 1000 - 185 (its mean over the burst) unused, the burst got 600 of it
+    assert m["work_conservation"] == pytest.approx(600 / (1000 - (3 * 100 + 17 * 200) / 20), abs=0.005)
 
 
 def test_never_protected_is_nan_reaction():
     v, n = run(20.0, 980.0)
-    m = protection_metrics(T, v, n, START, END, spare=800.0)
+    m = protection_metrics(T, v, n, START, END, delivered=1000.0)
     assert m["isol_mean"] == pytest.approx(0.1) and math.isnan(m["reaction_s"])
 
 
 def test_gains_above_baseline_do_not_count_as_more_than_isolated():
     v, n = run(400.0, 600.0)
-    assert protection_metrics(T, v, n, START, END, 800.0)["isol_mean"] == pytest.approx(1)
+    assert protection_metrics(T, v, n, START, END, 1000.0)["isol_mean"] == pytest.approx(1)
 
 
 def test_reclaim_is_when_the_cap_is_back_near_its_level_before_the_burst():
@@ -78,9 +85,24 @@ def test_tail_latency_impact_is_the_p99_of_every_io():
 
 def test_neighbour_work_is_its_mean_throughput_during_the_burst():
     v, n = run(200.0, 750e6)
-    assert protection_metrics(T, v, n, START, END, 800e6)["neighbour_mb_s"] == pytest.approx(750.0)
+    assert protection_metrics(T, v, n, START, END, 1000e6)["neighbour_mb_s"] == pytest.approx(750.0)
 
 
-def test_spare_capacity_of_an_unlimited_burst():
+def test_delivery_is_what_the_disk_gave_both_during_the_burst():
     v, n = run(50.0, 950.0)
-    assert spare_capacity(T, v, n, START, END, victim_rate=200.0) == pytest.approx(800.0)
+    assert delivery(T, v, n, START, END) == pytest.approx(1000.0)
+    assert math.isnan(delivery(T, v, n, 50.0, 60.0))  # no buckets there
+
+
+def test_work_conservation_is_a_share_in_0_1_against_the_paired_reference():
+    """resctl-bench's definition: what the burst got of what the victim left unused. A run under no policy is
+    its own reference and scores 1 by construction; a disk that delivered more during the run than during its
+    references (a noisy disk) cannot push it past 1 (the unpaired reference put `none` at 1.34)."""
+    v, n = run(200.0, 800.0)
+    own = delivery(T, v, n, START, END)
+    assert protection_metrics(T, v, n, START, END, own)["work_conservation"] == 1.0
+    assert protection_metrics(T, v, n, START, END, 0.8 * own)["work_conservation"] == 1.0  # bounded
+    assert work_conservation(400.0, 200.0, 1000.0) == pytest.approx(0.5)
+    assert work_conservation(0.0, 200.0, 1000.0) == 0.0
+    assert math.isnan(work_conservation(400.0, 200.0, math.nan))  # no reference: not a figure
+    assert math.isnan(work_conservation(400.0, 1000.0, 1000.0))  # the victim took it all: nothing to share

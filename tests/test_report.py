@@ -17,7 +17,14 @@ from matplotlib.image import imread
 
 from contend.kinds import open_store, refresh
 from contend.kinds.isolation.analyze import analyze, trial_curves
-from contend.kinds.protection.report import Run, alert_spans, run_timeline_figure, workload_figure
+from contend.kinds.protection.report import (
+    Run,
+    alert_spans,
+    disk_notes,
+    references,
+    run_timeline_figure,
+    workload_figure,
+)
 from contend.metrics import Samples
 from contend.report import failures
 from contend.report.figures import heatmap_figure, isolation_figure, timeline_figure
@@ -149,6 +156,60 @@ def test_guard_workload_figure_has_one_victim_line_per_policy():
     (none,) = [ln for ln in ax.get_lines() if ln.get_label() == "none"]
     assert min(none.get_ydata()) == pytest.approx(0.1)
     assert ax.get_xlabel() == "time since the burst started (s)"
+
+
+def paired_run(ident: str, policy: str, started: float, victim: float, neighbour: float, wl: str = "w1") -> Run:
+    """A run whose tenants write at constant rates during its burst (5-15 s), bytes/s."""
+    t = np.arange(0, 20, 0.1) + 0.05
+    during = (t >= 5.0) & (t < 15.0)
+    trial = {"trial_id": ident, "workload": wl, "policy": policy, "started_at": started, "repetition": 1}
+    return Run(trial, None, (5.0, 15.0), t, np.where(during, victim, 1e8), np.where(during, neighbour, 1e8))
+
+
+def test_each_policy_run_is_judged_against_the_none_runs_right_before_and_after_it():
+    """A/B/A: none, static, none, contend, none (another workload's runs in between change nothing); a
+    reference that failed leaves one side; a directory written before pairing (policies back to back)
+    leaves the later policies without any, and the notes say why, with the disk's spread."""
+    runs = [paired_run("n1", "none", 1, 2e8, 2.0e9), paired_run("s", "static", 2, 2e8, 1e9),
+            paired_run("x", "none", 2.5, 2e8, 9e9, wl="w2"), paired_run("n2", "none", 3, 2e8, 2.2e9),
+            paired_run("c", "contend", 4, 2e8, 1.5e9), paired_run("n3", "none", 5, 2e8, 1.8e9)]
+    refs = {k: [r.trial["trial_id"] for r in v] for k, v in references(runs).items()}
+    assert refs == {"n1": ["n1"], "s": ["n1", "n2"], "x": ["x"], "n2": ["n2"], "c": ["n2", "n3"], "n3": ["n3"]}
+    assert {k: [r.trial["trial_id"] for r in v] for k, v in references(
+        [r for r in runs if r.trial["trial_id"] != "n2"]).items()}["c"] == ["n3"]
+    old = [paired_run("n1", "none", 1, 2e8, 2e9), paired_run("s", "static", 2, 2e8, 1e9),
+           paired_run("a", "aridac", 3, 2e8, 1e9), paired_run("c", "contend", 4, 2e8, 2.5e9)]
+    refs_old = references(old)
+    assert [r.trial["trial_id"] for r in refs_old["s"]] == ["n1"] and refs_old["a"] == [] == refs_old["c"]
+    notes = disk_notes(runs, references(runs))["w1"]
+    assert notes[0].startswith("the disk under no policy delivered 2,200 MB/s during the burst in 3 reference "
+                               "run(s), from 2,000 to 2,400 (18% apart)")
+    old_notes = " ".join(disk_notes(old, refs_old)["w1"])
+    assert "work conservation n/a for a, c: no run under no policy right before or after it" in old_notes
+    fast = runs[:4] + [paired_run("c", "contend", 4, 2e8, 2.5e9), runs[5]]  # more than its references gave
+    assert "work conservation bounded at 1 for c" in " ".join(disk_notes(fast, references(fast))["w1"])
+
+
+def test_the_guard_table_fits_80_columns_in_a_pipe():
+    """A guard study's terminal table, with the widest figures a real run printed (latency impacts in the
+    thousands, MB/s with intervals), is two tables per workload that fit 80 columns with nothing cut."""
+    import io
+
+    from rich.console import Console
+
+    from contend.kinds.protection.report import COLUMNS, rich_tables, side_by_side
+    rows = []
+    for policy, x in (("none", 4833.4), ("static", 0.96), ("aridac", 1579.42), ("contend", 0.98)):
+        rows += [{"scenario": f"workload1/{policy}", "view": v, "metric": m, "value": x, "ci_low": x - 795.57,
+                  "ci_high": x + 795.57, "n": 3} for m, v, _ in COLUMNS]
+    tables = side_by_side(rows, {})
+    assert tables["workload1"][0][1] == "4833±796"  # MB/s in whole numbers
+    pipe = io.StringIO()
+    Console(file=pipe, width=80).print(rich_tables(tables, "a study", {"workload1": ["the disk under no policy …"]}))
+    out = pipe.getvalue()
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out.replace("policy …", "")
+    assert out.count("workload1, victim") == 1 and out.count("workload1, neighbour and disk") == 1
+    assert "the disk under no policy" in out
 
 
 # ---------------------------------------------------------------- the page

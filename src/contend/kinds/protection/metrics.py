@@ -11,8 +11,14 @@ how long the burst took. Here, for one run of a workload under one policy:
 - lat_p99_imp: the same for the 99th percentile of every I/O's latency (the tail a user sees).
 - neighbour_mb_s: the neighbour's mean throughput during the burst, MB/s: the work a policy let it do
   (its burst is a fixed amount of I/O, so this is that amount over burst_completion_s).
-- work_conservation: the burst's mean throughput / the spare capacity (what the disk delivers with
-  nothing limiting anybody, minus the victim's own rate); 1 = the burst got everything the victim left.
+- work_conservation (resctl-bench's): the share of the capacity the victim left unused that the burst still
+  got, neighbour / (reference delivery - victim), both means over the burst, in [0, 1]. The reference delivery
+  is what the disk gave both tenants during the burst under no policy, measured in the runs right before and
+  after this one (paired evaluation: the disk's delivery moves by about 25 % from minute to minute, so a
+  reference from another minute put `none` itself at 1.34); a run under no policy is its own reference, so
+  it scores 1 by construction. Above 1 before the bound means the disk delivered more in this run than in its
+  references (`delivery_mb_s` shows both).
+- delivery_mb_s: what the disk delivered to both tenants during the burst, MB/s.
 - reaction_s: from the burst's start until the victim's isol (smoothed over `smooth` buckets) is at least
   `level` and stays there for `hold_s` (or to the burst's end); 0 if it never dropped; nan if never.
 - reclaim_s: from the burst's end until the neighbour's cap is back within 1.5 × its cap before the burst
@@ -77,18 +83,38 @@ def reclaim(cap_t: np.ndarray, cap: np.ndarray, burst_start: float, burst_end: f
     return float(cap_t[back[0]] - burst_end) if len(back) else math.nan
 
 
+def work_conservation(neighbour: float, victim: float, delivered: float) -> float:
+    """The share of the capacity the victim left unused (`delivered`, the reference delivery, less what the
+    victim got) that the neighbour got, in [0, 1]; nan when it cannot be said (no reference, or a victim that
+    got all of it). Means over the burst, bytes/s."""
+    spare = delivered - victim
+    if not (math.isfinite(spare) and math.isfinite(neighbour)) or spare <= 0:
+        return math.nan
+    return float(min(max(neighbour / spare, 0.0), 1.0))
+
+
+def delivery(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray, burst_start: float, burst_end: float) -> float:
+    """What the disk delivered to both tenants during the burst, bytes/s (nan: no buckets there)."""
+    total = _window(t, victim + neighbour, burst_start, burst_end)
+    return float(np.mean(total)) if len(total) else math.nan
+
+
 def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray, burst_start: float,
-                       burst_end: float, spare: float, cap_t: np.ndarray | None = None,
+                       burst_end: float, delivered: float, cap_t: np.ndarray | None = None,
                        cap: np.ndarray | None = None, warmup_s: float = 2.0,
                        reference: float | None = None) -> dict[str, float]:
-    """The host view of one run: victim and neighbour throughput on the same buckets t (bytes/s)."""
+    """The host view of one run: victim and neighbour throughput on the same buckets t (bytes/s); `delivered`:
+    the reference delivery (the paired runs under no policy, this run's own if it is one of them)."""
     isol = isolation(t, victim, burst_start, burst_end, warmup_s, reference)
     isol_t = _window(t, t, burst_start, burst_end)
     burst = _window(t, neighbour, burst_start, burst_end)
+    got = _window(t, victim, burst_start, burst_end)
     return {
         **isol_stats(isol),
-        "work_conservation": float(np.mean(burst)) / spare if len(burst) and spare > 0 else math.nan,
+        "work_conservation": (work_conservation(float(np.mean(burst)), float(np.mean(got)), delivered)
+                              if len(burst) else math.nan),
         "neighbour_mb_s": float(np.mean(burst)) / 1e6 if len(burst) else math.nan,
+        "delivery_mb_s": delivery(t, victim, neighbour, burst_start, burst_end) / 1e6,
         "reaction_s": reaction(isol_t, isol, burst_start),
         "reclaim_s": (reclaim(cap_t, cap, burst_start, burst_end) if cap_t is not None and cap is not None
                       and len(cap_t) else math.nan),
@@ -121,10 +147,3 @@ def guest_metrics(t: np.ndarray, victim: np.ndarray, lat_t: np.ndarray, lat: np.
     if io_t is not None and io_lat is not None and len(io_t):
         out["lat_p99_imp"] = impact(io_t, io_lat, burst_start, burst_end, warmup_s, p99)
     return out
-
-
-def spare_capacity(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray, burst_start: float,
-                   burst_end: float, victim_rate: float) -> float:
-    """What the disk delivered to both during a burst nothing limited, minus the victim's own rate."""
-    total = _window(t, victim + neighbour, burst_start, burst_end)
-    return float(np.mean(total)) - victim_rate if len(total) else math.nan

@@ -8,19 +8,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from rich import box
 from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, failures, publish, write_page
-from ...report.table import ci_text
 from ...store import Store
-from .metrics import guest_metrics, protection_metrics, spare_capacity
+from .metrics import delivery, guest_metrics, protection_metrics
 
+# the victim's figures, then the neighbour's and the disk's (the terminal shows the two groups as two tables)
 COLUMNS = (("isol_mean", "host", "isol mean"), ("isol_p05", "host", "isol p05"), ("lat_imp", "guest", "lat imp"),
-           ("lat_p99_imp", "guest", "p99 imp"), ("neighbour_mb_s", "host", "nbr MB/s"),
-           ("work_conservation", "host", "work cons."), ("reaction_s", "host", "reaction s"),
-           ("reclaim_s", "host", "reclaim s"), ("burst_completion_s", "host", "burst done s"))
+           ("lat_p99_imp", "guest", "p99 imp"), ("reaction_s", "host", "reaction s"),
+           ("neighbour_mb_s", "host", "nbr MB/s"), ("work_conservation", "host", "work cons."),
+           ("delivery_mb_s", "host", "disk MB/s"), ("reclaim_s", "host", "reclaim s"),
+           ("burst_completion_s", "host", "burst done s"))
+VICTIM_COLUMNS = 5
 ORDER = ("none", "static", "aridac", "contend")
 
 
@@ -66,11 +70,13 @@ def load_run(store: Store, trial: dict) -> Run:
     return Run(trial, s, burst, t, v, np.interp(t, tn, n) if len(tn) else np.zeros_like(v))
 
 
-def run_metrics(run: Run, spare: float) -> list[tuple[str, str, float]]:
+def run_metrics(run: Run, delivered: float) -> list[tuple[str, str, float]]:
+    """Every (view, metric, value) of one run; `delivered`: its reference delivery (references())."""
     s, (t0, t1), ref = run.samples, run.burst, run.victim_rate
     cap_t, cap = s.series("neighbour", "guard", "cap_bytes_s")
-    rows = [("host", k, x) for k, x in protection_metrics(run.t, run.victim, run.neighbour, t0, t1, spare,
+    rows = [("host", k, x) for k, x in protection_metrics(run.t, run.victim, run.neighbour, t0, t1, delivered,
                                                           cap_t, cap, reference=ref).items()]
+    rows.append(("host", "ref_delivery_mb_s", delivered / 1e6))
     gt, gv = s.series("victim", "load", "bytes_s")
     lt, lat = s.series("victim", "load", "lat_ms")
     it, ilat = s.series("victim", "load", "io_lat_ms")
@@ -80,23 +86,66 @@ def run_metrics(run: Run, spare: float) -> list[tuple[str, str, float]]:
     return rows
 
 
-def spares(runs: list[Run]) -> dict[str, float]:
-    """Per workload: the spare capacity its `none` runs measured (the disk with nothing limiting it), else
-    the calibrated bandwidth less the victim's rate."""
-    out: dict[str, float] = {}
+def delivered(run: Run) -> float:
+    """What the disk gave both tenants during a run's burst, bytes/s."""
+    return delivery(run.t, run.victim, run.neighbour, *run.burst)
+
+
+def references(runs: list[Run]) -> dict[str, list[Run]]:
+    """Per run (trial id), the runs under no policy it is judged against: itself, if it is one; else those of
+    its workload right before and right after it in the order the study ran them (study.plan puts every policy
+    run between two). Fewer where a neighbour is not one: a reference that failed, or a directory written
+    before paired evaluation (its policies ran back to back)."""
+    out: dict[str, list[Run]] = {}
     for wl in {r.workload for r in runs}:
-        none = [spare_capacity(r.t, r.victim, r.neighbour, *r.burst, r.victim_rate)
-                for r in runs if r.workload == wl and r.policy == "none" and len(r.t)]
-        any_run = next(r for r in runs if r.workload == wl)
-        out[wl] = (float(np.nanmean(none)) if none else
-                   float(any_run.trial["capacity"]["disk_write_bw_bytes_s"]) - any_run.victim_rate)
+        seq = sorted((r for r in runs if r.workload == wl), key=lambda r: r.trial["started_at"])
+        for i, r in enumerate(seq):
+            out[r.trial["trial_id"]] = [r] if r.policy == "none" else [
+                seq[j] for j in (i - 1, i + 1) if 0 <= j < len(seq) and seq[j].policy == "none"]
+    return out
+
+
+def reference_delivery(refs: list[Run]) -> float:
+    return float(np.mean([delivered(x) for x in refs])) if refs else math.nan
+
+
+def disk_notes(runs: list[Run], refs: dict[str, list[Run]]) -> dict[str, list[str]]:
+    """Per workload, what a reader needs beside its table: the disk's own variation across the references
+    (their spread is the noise every paired figure carries), runs whose work conservation could not be said,
+    and runs bounded at 1 because the disk delivered more during them than during their references."""
+    out: dict[str, list[str]] = {}
+    for wl in sorted({r.workload for r in runs}):
+        mine = [r for r in runs if r.workload == wl]
+        notes = []
+        d = np.array([delivered(r) for r in mine if r.policy == "none"]) / 1e6
+        d = d[np.isfinite(d)]
+        if len(d):
+            notes.append(f"the disk under no policy delivered {np.mean(d):,.0f} MB/s during the burst in {len(d)} "
+                         f"reference run(s), from {d.min():,.0f} to {d.max():,.0f} "
+                         f"({(d.max() - d.min()) / np.mean(d):.0%} apart): the noise of every paired figure")
+        lonely = [r.trial["trial_id"] for r in mine if not refs.get(r.trial["trial_id"])]
+        if lonely:
+            notes.append(f"work conservation n/a for {', '.join(lonely)}: no run under no policy right before or "
+                         "after it (a reference failed, or the directory was written before paired evaluation: "
+                         "run the study again)")
+        over = []
+        for r in mine:
+            t0, t1 = r.burst
+            burst = (r.t >= t0) & (r.t < t1)
+            spare = reference_delivery(refs.get(r.trial["trial_id"], [])) - float(np.mean(r.victim[burst]))
+            if r.policy != "none" and burst.any() and spare > 0 and np.mean(r.neighbour[burst]) > spare:
+                over.append(r.trial["trial_id"])
+        if over:
+            notes.append(f"work conservation bounded at 1 for {', '.join(over)}: the disk delivered more during "
+                         "it than during its references")
+        out[wl] = notes
     return out
 
 
 def analyze_protection(directory: Path, store: Store, runs: list[Run]) -> list[dict]:
-    spare = spares(runs)
+    refs = references(runs)
     for r in runs:
-        store.set_trial_metrics(r.trial["trial_id"], run_metrics(r, spare[r.workload]))
+        store.set_trial_metrics(r.trial["trial_id"], run_metrics(r, reference_delivery(refs[r.trial["trial_id"]])))
     return publish(directory, store)
 
 
@@ -110,36 +159,54 @@ def side_by_side(rows: list[dict], failures: dict[str, str]) -> dict[str, list[l
         line = [policy]
         for metric, view, _ in COLUMNS:
             r = cells.get((sc, view, metric))
-            line.append("n/a" if r is None or r["value"] is None or math.isnan(r["value"])
-                        else ci_text(r, brackets=False))
+            line.append("n/a" if r is None or r["value"] is None or math.isnan(r["value"]) else compact(r))
         out.setdefault(wl, []).append(line)
     return out
+
+
+def compact(r: dict) -> str:
+    """mean ± half its 95 % interval, with as many decimals as a figure of its size needs (MB/s in whole
+    numbers, shares in hundredths), so the terminal's tables fit 80 columns."""
+    def num(x: float) -> str:
+        return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
+    if r["n"] < 2 or math.isnan(r["ci_low"]):
+        return num(r["value"])
+    return f"{num(r['value'])}±{num((r['ci_high'] - r['ci_low']) / 2)}"
 
 
 def _rank(policy: str) -> int:
     return ORDER.index(policy) if policy in ORDER else len(ORDER)
 
 
-def rich_tables(tables: dict[str, list[list[str]]], title: str) -> Group:
-    out = []
+def rich_tables(tables: dict[str, list[list[str]]], title: str, notes: dict[str, list[str]] | None = None) -> Group:
+    """Per workload, the victim's figures and the neighbour's and disk's, as two tables without vertical rules
+    that fit an 80-column terminal and a pipe, then the workload's notes."""
+    out: list = []
     for wl, lines in tables.items():
-        t = Table(title=f"{title}: {wl}", title_justify="left")
-        t.add_column("policy")
-        for _, view, head in COLUMNS:
-            t.add_column(f"{head} ({view})", justify="right")
-        for line in lines:
-            t.add_row(*line)
-        out.append(t)
+        for part, cols in (("victim", range(VICTIM_COLUMNS)),
+                           ("neighbour and disk", range(VICTIM_COLUMNS, len(COLUMNS)))):
+            t = Table(title=f"{title}: {wl}, {part}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+            t.add_column("policy", no_wrap=True)
+            for k in cols:
+                t.add_column(COLUMNS[k][2], justify="right", no_wrap=True)
+            for line in lines:
+                t.add_row(line[0], *(line[1 + k] for k in cols))
+            out.append(t)
+        out += [Text(f"- {n}") for n in (notes or {}).get(wl, [])]
+    guest = " and ".join(head for _, view, head in COLUMNS if view == "guest")
+    out.append(Text(f"{guest}: the victim's own view (fio's log of every I/O), the rest the host's; mean ± half its "
+                    "95 % interval over the repetitions; every run's figures are in metrics.csv"))
     return Group(*out)
 
 
-def markdown(tables: dict[str, list[list[str]]], title: str) -> str:
+def markdown(tables: dict[str, list[list[str]]], title: str, notes: dict[str, list[str]] | None = None) -> str:
     heads = ["policy", *(f"{h} ({v})" for _, v, h in COLUMNS)]
     text = [f"# {title}", ""]
     for wl, lines in tables.items():
         text += [f"## {wl}", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
         text += ["| " + " | ".join(line) + " |" for line in lines]
         text.append("")
+        text += [f"- {n}" for n in (notes or {}).get(wl, [])] + ([""] if (notes or {}).get(wl) else [])
     return "\n".join(text)
 
 
@@ -216,7 +283,8 @@ def refresh_protection(directory: Path, store: Store, title: str):
                   key=lambda r: (r.workload, _rank(r.policy), r.trial["repetition"]))
     rows = analyze_protection(directory, store, runs)
     tables = side_by_side(rows, {key[1]: why for key, why in failures(store).items()})
-    (directory / "guard-table.md").write_text(markdown(tables, title))
+    notes = disk_notes(runs, references(runs))
+    (directory / "guard-table.md").write_text(markdown(tables, title, notes))
     figdir = directory / "figures"
     figures = []
     for wl in sorted({r.workload for r in runs}):
@@ -229,6 +297,7 @@ def refresh_protection(directory: Path, store: Store, title: str):
             figures.append({"title": name, "png": save(run_timeline_figure(name, r, alerts),
                                                        figdir / f"timeline-{r.trial['trial_id']}")})
     out = write_page(directory, "guard.html.j2", figures, heads=[f"{h} ({v})" for _, v, h in COLUMNS],
-                     tables=tables, failed=[t for t in store.trials() if t["status"] != "ok"], figures=figures,
+                     tables=tables, notes=notes, failed=[t for t in store.trials() if t["status"] != "ok"],
+                     figures=figures,
                      events=[e for e in store.events() if e["kind"] in ("alert", "alert-cleared", "timeout")])
-    return Written(rows, out, rich_tables(tables, title))
+    return Written(rows, out, rich_tables(tables, title, notes))

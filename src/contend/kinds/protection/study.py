@@ -25,12 +25,20 @@ class ProtectionStudy(Study, kind="guard", model=GuardStudy, cell=ProtectionCell
     spec: GuardStudy
 
     def plan(self) -> list[tuple]:
-        """Repetitions outermost; within one, each workload under every policy back to back."""
-        return [(w, p, r) for r in range(1, self.spec.repetitions + 1) for w in self.spec.workloads
-                for p in self.spec.policies]
+        """(workload, policy, repetition, after): repetitions outermost; within one, each workload's policies
+        back to back, each run between two runs under no policy (A/B/A: none, static, none, aridac, none, …),
+        its references measured in the same minutes on a disk whose delivery moves by about 25 % from one
+        minute to the next (docs/guard.md). `after`: the policy a reference follows ("" for the first)."""
+        out = []
+        for r in range(1, self.spec.repetitions + 1):
+            for w in self.spec.workloads:
+                out.append((w, "none", r, ""))
+                for p in (p for p in self.spec.policies if p != "none"):
+                    out += [(w, p, r, ""), (w, "none", r, p)]
+        return out
 
     def ident(self, run: tuple) -> str:
-        return run_id(run[0].name, run[1], run[2])
+        return run_id(run[0].name, run[1], run[2], run[3])
 
     def runtime_of(self, run: tuple) -> str:
         return self.spec.runtime
@@ -42,10 +50,12 @@ class ProtectionStudy(Study, kind="guard", model=GuardStudy, cell=ProtectionCell
         trial_facts = facts_of_trial(host_facts, next((r for r in host_facts["runtimes"]
                                                        if r["name"] == spec.runtime), None))
         self.run_each(
-            store, runs, [run_seconds(w) for w, _, _ in runs],
+            store, runs, [run_seconds(run[0]) for run in runs],
             f"[bold]{spec.name}[/bold]: {len(runs)} runs ({', '.join(w.name for w in spec.workloads)} × "
-            f"{', '.join(spec.policies)} × {spec.repetitions} rep) on {capacity['disk_device']} "
+            f"{', '.join(spec.policies)} × {spec.repetitions} rep, each policy between two runs under none) on "
+            f"{capacity['disk_device']} "
             f"({capacity['disk_write_bw_bytes_s'] / 1e9:.1f} GB/s calibrated)",
-            lambda run: f"{run[0].name} under {run[1]} r{run[2]}",
+            lambda run: f"{run[0].name} under {run[1]} r{run[2]}" + (f" (after {run[3]})" if run[3] else ""),
             lambda run, advance: run_protection_trial(
-                spec, *run, capacity, trial_facts, self.dir / "guard-logs" / f"{run[0].name}.{run[1]}.r{run[2]}.jsonl"))
+                spec, *run[:3], capacity, trial_facts, self.dir / "guard-logs" / f"{self.ident(run)}.jsonl",
+                after=run[3]))

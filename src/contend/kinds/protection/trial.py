@@ -110,9 +110,9 @@ def interrupt_fio(c: Container) -> None:
             pass
 
 
-def run_id(workload: str, policy: str, rep: int) -> str:
-    """A run's trial id."""
-    return f"{workload}.{policy}.r{rep}"
+def run_id(workload: str, policy: str, rep: int, after: str = "") -> str:
+    """A run's trial id; a `none` reference that follows a policy's run carries that policy's name."""
+    return f"{workload}.{policy}.r{rep}" + (f".after-{after}" if after else "")
 
 
 class GuardUnderTest:
@@ -146,13 +146,15 @@ class GuardUnderTest:
 
 
 def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, capacity: dict, facts: dict,
-                         log: Path, host: CgroupHost | None = None) -> TrialResult:
-    """One run; the guard's JSON-lines log goes to `log`."""
+                         log: Path, host: CgroupHost | None = None, after: str = "") -> TrialResult:
+    """One run; the guard's JSON-lines log goes to `log`. `after`: the policy whose run a `none` reference
+    follows (paired evaluation, study.plan)."""
     host = host or detect()
     C = float(capacity["disk_write_bw_bytes_s"])
     result = TrialResult(TrialRecord(
-        trial_id=run_id(w.name, policy, rep), runtime=study.runtime, repetition=rep,
-        cell=ProtectionCell(w.name, policy, {**w.model_dump(), "policy": policy, "guard": study.guard.model_dump()}),
+        trial_id=run_id(w.name, policy, rep, after), runtime=study.runtime, repetition=rep,
+        cell=ProtectionCell(w.name, policy, {**w.model_dump(), "policy": policy, "after": after,
+                                             "guard": study.guard.model_dump()}),
         capacity=capacity, facts=facts))
     rec = result.record
     try:
