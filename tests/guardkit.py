@@ -25,8 +25,9 @@ class Watched:
 
 
 def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, capacity: float,
-                      mbytes: int = 600, policy: str = "contend", idle_s: float = 3.5) -> Watched:
-    """dd `mbytes` MiB of direct writes to target from inside cg while a guard guards cg on device."""
+                      mbytes: int = 600, policy: str = "contend", idle_s: float = 3.5, direct: bool = True) -> Watched:
+    """dd `mbytes` MiB of direct writes to target from inside cg while a guard guards cg on device; not
+    `direct`: buffered writes into the page cache, then an fsync that has the kernel write them back."""
     cfg = GuardConfig(targets=[{"target": f"cgroup:{cg.relpath}"}], policy=policy, metrics="off")
     log = io.StringIO()
     g = Guard(cfg, {device: capacity}, host, log=log, record=True)
@@ -41,7 +42,8 @@ def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, ca
         deadline = time.monotonic() + 30
         while len(g.records) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        p = subprocess.Popen(["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={mbytes}", "oflag=direct"],
+        p = subprocess.Popen(["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={mbytes}",
+                              "oflag=direct" if direct else "conv=fsync"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              preexec_fn=lambda: cg.add_pid(os.getpid()))
         while p.poll() is None:

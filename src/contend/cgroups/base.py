@@ -59,6 +59,9 @@ class Stats:
     memory_current: int = 0
     memory_peak: int = 0
     memory_events: dict[str, int] = field(default_factory=dict)  # max/oom/oom_kill hits
+    # page cache the cgroup dirtied that is not on the disk yet (dirty + under writeback): its buffered writes,
+    # which the kernel writes back later, on cgroup v1 from flusher threads charged to no container
+    memory_dirty: int = 0
     io: dict[str, IoCounters] = field(default_factory=dict)  # by "MAJ:MIN"
     pressure: dict[str, float] = field(default_factory=dict)  # e.g. {"cpu.some.total_us": ...}
     net_bytes: int | None = None  # what the tenant sent, from its veth's counter (network trials; not a cgroup's)

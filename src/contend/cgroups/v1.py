@@ -106,6 +106,8 @@ class V1Cgroup(Cgroup):
         s.memory_peak = read_int(mem / "memory.max_usage_in_bytes")
         oom = read_keyed(mem / "memory.oom_control")
         s.memory_events = {"max": read_int(mem / "memory.failcnt"), "oom_kill": oom.get("oom_kill", 0)}
+        ms = read_keyed(mem / "memory.stat")
+        s.memory_dirty = ms.get("total_dirty", 0) + ms.get("total_writeback", 0)
         s.io = self._io_stats()
         return s
 

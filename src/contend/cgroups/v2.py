@@ -81,6 +81,8 @@ class V2Cgroup(Cgroup):
         s.memory_current = read_int(self.dir / "memory.current")
         s.memory_peak = read_int(self.dir / "memory.peak")
         s.memory_events = read_keyed(self.dir / "memory.events")
+        ms = read_keyed(self.dir / "memory.stat")
+        s.memory_dirty = ms.get("file_dirty", 0) + ms.get("file_writeback", 0)
         s.io = parse_io_stat(self.dir / "io.stat")
         s.pressure = self.pressure()
         return s

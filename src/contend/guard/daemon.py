@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from ..cgroups import CgroupHost, detect
 from ..runtimes import signals_deferred
-from .collector import Collector
+from .collector import Collector, Escape, escaping
 from .config import MIN_CAP, GuardConfig
 from .limiter import Limiter
 from .policy import PolicyInput, TargetView, default_period_ms, make
@@ -41,6 +41,8 @@ class Period:
     alert: str
     usage: dict[str, float]  # per target, bytes/s
     caps: dict[str, float | None]  # per target, set for the next period (None: no cap)
+    unattributed_bytes_s: float = math.nan  # written to the disk, charged to no target (collector.escaping)
+    escaping: tuple[str, ...] = ()  # the targets whose buffered writes escaped their caps
 
 
 class Metrics:
@@ -60,6 +62,12 @@ class Metrics:
         self.alert = Gauge("contend_guard_alert", "1 while the disk is overloaded (caps needed exceed capacity)",
                            ["device"], registry=r)
         self.targets = Gauge("contend_guard_targets", "Targets guarded", registry=r)
+        self.unattributed = Gauge("contend_guard_unattributed_write_bytes_per_second",
+                                  "Bytes/s the disk wrote that no guarded cgroup was charged for", ["device"],
+                                  registry=r)
+        self.escaping = Gauge("contend_guard_escaping", "1 while a target's buffered writes escape its caps "
+                              "(written back by the kernel, charged to no cgroup: cgroup v1)", ["target", "device"],
+                              registry=r)
         self.server = None
         if listen != "off":
             host, _, port = listen.rpartition(":")
@@ -71,7 +79,7 @@ class Metrics:
             self.server.server_close()
 
     def drop(self, target: str, device: str) -> None:
-        for g in (self.usage, self.cap):
+        for g in (self.usage, self.cap, self.escaping):
             try:
                 g.remove(target, device)
             except KeyError:
@@ -117,6 +125,7 @@ class Guard:
         self._last_hook = -math.inf
         self._last_scan = -math.inf
         self._logged_caps: dict[tuple[str, str], float | None] = {}
+        self.escapes: dict[str, tuple[str, ...]] = {d: () for d in disks}  # per disk, the targets escaping now
         self._closed = False
 
     # -- logs and alerts
@@ -239,6 +248,7 @@ class Guard:
                 views.append(TargetView(name, np.array(h), self.caps.get((name, dev)), self.targets[name].weight))
             if not views:
                 continue
+            esc = self._escape(dev, seen)
             d = self.policy.decide(PolicyInput(views, capacity, max(MIN_CAP, self.cfg.floor * capacity),
                                                np.array(self.latency[dev]), self.state[dev]))
             self.state[dev] = d.state
@@ -254,8 +264,30 @@ class Guard:
                 self._log_cap(name, dev, cap, seen[name][dev].bytes_s)
             if self.records is not None:
                 self.records.append(Period(t, dev, d.capacity, lat[dev], d.alert,
-                                           {n: u[dev].bytes_s for n, u in seen.items()}, dict(d.caps)))
+                                           {n: u[dev].bytes_s for n, u in seen.items()}, dict(d.caps),
+                                           esc.unattributed_bytes_s, esc.targets))
             self._alert(dev, d.alert)
+
+    def _escape(self, dev: str, seen: dict[str, dict]) -> Escape:
+        """What the disk wrote that no target was charged for, and whose buffered writes it likely was: in the
+        metrics every period, in the log when the escaping targets change."""
+        esc = escaping(self.collector.written.get(dev, math.nan), {n: u[dev] for n, u in seen.items()},
+                       {n: self.collector.dirty_before(n) for n in seen})
+        if math.isfinite(esc.unattributed_bytes_s):
+            self.metrics.unattributed.labels(dev).set(esc.unattributed_bytes_s)
+        for name in seen:
+            self.metrics.escaping.labels(name, dev).set(1 if name in esc.targets else 0)
+        if esc.targets != self.escapes[dev]:
+            if esc.targets:
+                self.log("escape", device=dev, targets=list(esc.targets),
+                         unattributed_bytes_s=round(esc.unattributed_bytes_s),
+                         dirty_bytes={n: seen[n][dev].dirty for n in esc.targets},
+                         message="buffered writes written back by the kernel, charged to no cgroup: no cap holds "
+                                 "them (cgroup v1 writeback)")
+            else:
+                self.log("escape-cleared", device=dev, targets=list(self.escapes[dev]))
+            self.escapes[dev] = esc.targets
+        return esc
 
     def _log_cap(self, name: str, dev: str, cap: float | None, usage: float) -> None:
         """A log line when a cap appears, goes, or moves by more than 10 %."""

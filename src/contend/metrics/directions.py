@@ -17,7 +17,7 @@ DIRECTION: dict[str, int] = {
     # guard studies (kinds/protection/metrics.py): a latency impact is a cost
     "work_conservation": HIGHER, "lat_imp": LOWER, "lat_p99_imp": LOWER, "reaction_s": LOWER, "reclaim_s": LOWER,
     "burst_completion_s": LOWER, "neighbour_mb_s": HIGHER, "delivery_mb_s": DESCRIPTIVE,
-    "ref_delivery_mb_s": DESCRIPTIVE,
+    "ref_delivery_mb_s": DESCRIPTIVE, "unattributed_mb_s": LOWER,
     # victim studies (kinds/victim/metrics.py): D and drops are losses, multipliers of latency are costs
     "D": LOWER, "read_iops_drop_pct": LOWER, "write_iops_drop_pct": LOWER, "read_iops_worst_drop_pct": LOWER,
     "write_iops_worst_drop_pct": LOWER, "read_lat_x": LOWER, "write_lat_x": LOWER, "read_p99_x": LOWER,

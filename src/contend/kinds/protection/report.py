@@ -77,6 +77,10 @@ def run_metrics(run: Run, delivered: float) -> list[tuple[str, str, float]]:
     rows = [("host", k, x) for k, x in protection_metrics(run.t, run.victim, run.neighbour, t0, t1, delivered,
                                                           cap_t, cap, reference=ref).items()]
     rows.append(("host", "ref_delivery_mb_s", delivered / 1e6))
+    ut, un = s.series("", "guard", "unattributed_bytes_s")
+    if len(ut):  # what escaped the guard: the disk's writes less both tenants' charged ones, during the burst
+        during = un[(ut >= t0) & (ut < t1)]
+        rows.append(("host", "unattributed_mb_s", float(np.mean(during)) / 1e6 if len(during) else math.nan))
     gt, gv = s.series("victim", "load", "bytes_s")
     lt, lat = s.series("victim", "load", "lat_ms")
     it, ilat = s.series("victim", "load", "io_lat_ms")
@@ -167,11 +171,11 @@ def side_by_side(rows: list[dict], failures: dict[str, str]) -> dict[str, list[l
 def compact(r: dict) -> str:
     """mean ± half its 95 % interval, with as many decimals as a figure of its size needs (MB/s in whole
     numbers, shares in hundredths), so the terminal's tables fit 80 columns."""
-    def num(x: float) -> str:
-        return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
+    v = r["value"]
+    places = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2  # the interval with the value's own places
     if r["n"] < 2 or math.isnan(r["ci_low"]):
-        return num(r["value"])
-    return f"{num(r['value'])}±{num((r['ci_high'] - r['ci_low']) / 2)}"
+        return f"{v:.{places}f}"
+    return f"{v:.{places}f}±{(r['ci_high'] - r['ci_low']) / 2:.{places}f}"
 
 
 def _rank(policy: str) -> int:
@@ -299,5 +303,6 @@ def refresh_protection(directory: Path, store: Store, title: str):
     out = write_page(directory, "guard.html.j2", figures, heads=[f"{h} ({v})" for _, v, h in COLUMNS],
                      tables=tables, notes=notes, failed=[t for t in store.trials() if t["status"] != "ok"],
                      figures=figures,
-                     events=[e for e in store.events() if e["kind"] in ("alert", "alert-cleared", "timeout")])
+                     events=[e for e in store.events()
+                             if e["kind"] in ("alert", "alert-cleared", "escape", "escape-cleared", "timeout")])
     return Written(rows, out, rich_tables(tables, title, notes))

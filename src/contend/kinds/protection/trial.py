@@ -255,7 +255,7 @@ def _guest(result: TrialResult, victim_dir: Path, t0: float) -> None:
 
 def _guard_record(result: TrialResult, guard: Guard, rel: dict[str, str]) -> None:
     """What the guard saw and set, period by period (source "guard")."""
-    alert = ""
+    alert, escaping = "", ()
     for r in guard.records or []:
         for target, usage in r.usage.items():
             result.samples.append(Sample(r.t, rel[target], "guard", "usage_bytes_s", usage))
@@ -267,3 +267,10 @@ def _guard_record(result: TrialResult, guard: Guard, rel: dict[str, str]) -> Non
         if r.alert != alert:
             result.events.append((r.t, "", "alert" if r.alert else "alert-cleared", r.alert or alert))
             alert = r.alert
+        if not math.isnan(r.unattributed_bytes_s):  # written to the disk, charged to neither tenant
+            result.samples.append(Sample(r.t, "", "guard", "unattributed_bytes_s", r.unattributed_bytes_s))
+        if r.escaping != escaping:
+            who = ", ".join(rel[n] for n in (r.escaping or escaping))
+            result.events.append((r.t, "", "escape" if r.escaping else "escape-cleared",
+                                  f"{who}: buffered writes written back by the kernel, charged to no cgroup"))
+            escaping = r.escaping
