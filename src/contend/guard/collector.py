@@ -44,8 +44,8 @@ def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict
     A target is named when the disk wrote ESCAPE_BYTES_S more than all targets were charged and the target held
     ESCAPE_DIRTY of dirty or writeback pages at the start or the end of the period (`dirty_before`: at the start).
     Other unguarded writers on the host (a journal, a build) raise the unattributed rate too; without a target
-    holding dirty pages nobody is named. On v2 with the io and memory controllers writeback is charged to its
-    cgroup, and nothing escapes."""
+    holding dirty pages nobody is named. v2 charges writeback to the cgroup that dirtied the pages where the
+    filesystem supports cgroup writeback; the same check applies there."""
     charged = sum(u.wbytes_s for u in usage.values())
     extra = max(0.0, device_wbytes_s - charged) if math.isfinite(device_wbytes_s) else math.nan
     if not extra >= ESCAPE_BYTES_S:
