@@ -69,8 +69,12 @@ def lay_out_v2(root: Path, relpath: str) -> Path:
 def test_v2_laid_out_tree_limits_are_written_as_v2_expects(tmp_path):
     d = lay_out_v2(tmp_path, "contend/ct")
     cg = V2Cgroup("contend/ct", tmp_path)
+    (d / "cpu.max").write_text("max 100000\n")
+    (d / "memory.max").write_text("max\n")
+    assert cg.ceilings() == (None, None)
     cg.set_limits(Limits(cpu=0.5, memory=256 << 20, pids=64,
                          io=(IoLimit("254:0", rbps=1 << 20, wiops=500),)))
+    assert cg.ceilings() == (0.5, 256 << 20)
     assert (d / "cpu.max").read_text() == "50000 100000"
     assert (d / "memory.max").read_text() == str(256 << 20)
     assert (d / "pids.max").read_text() == "64"
@@ -151,7 +155,9 @@ def test_v1_real_hierarchy_limits_and_stats(relpath, spin):
     cg = host.cgroup(relpath)
     assert isinstance(cg, V1Cgroup)
     cg.create()
+    assert cg.ceilings() == (None, None)  # a new cgroup: no quota, no memory limit
     cg.set_limits(Limits(cpu=0.25, memory=128 << 20, pids=50, io=(IoLimit("254:0", wbps=1 << 20),)))
+    assert cg.ceilings() == (0.25, 128 << 20)
     cpu = host.v1["cpu"] / relpath
     assert (cpu / "cpu.cfs_quota_us").read_text().strip() == "25000"
     assert (host.v1["memory"] / relpath / "memory.limit_in_bytes").read_text().strip() == str(128 << 20)

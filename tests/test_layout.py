@@ -127,7 +127,7 @@ def test_no_upward_imports():
     # the lower floors know no study; what every kind's report shares (report/) knows no kind
     for low in ("contend.cgroups", "contend.runtimes", "contend.probes", "contend.load", "contend.network",
                 "contend.store", "contend.spec", "contend.metrics", "contend.guard", "contend.doctor",
-                "contend.tenants", "contend.measured", "contend.clean"):
+                "contend.tenants", "contend.measured", "contend.clean", "contend.watch"):
         for m in under(set(g), low):
             assert under(g[m], *studies) == set(), m
     for m in under(set(g), "contend.report"):

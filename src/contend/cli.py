@@ -479,6 +479,109 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
         pass
 
 
+# ---------------------------------------------------------------- watch
+@app.command()
+def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECTOR",
+                                           help="What to watch (repeatable): cgroup:PATH or a glob, docker:NAME, "
+                                                "docker:label=K=V, docker:*, podman:..., contend (its containers). "
+                                                "Default: contend and docker:*."),
+          period: float = typer.Option(1.0, min=0.1, max=60, help="Seconds per period."),
+          duration: Optional[float] = typer.Option(None, min=0.1, help="Stop after this many seconds "
+                                                                       "(default: until Ctrl-C / SIGTERM)."),
+          as_json: bool = typer.Option(False, "--json", help="One JSON line per event on stdout (a verdict that "
+                                                             "starts, changes or clears, with its evidence)."),
+          record: Optional[Path] = typer.Option(None, "--record", metavar="FILE",
+                                                help="Write every period's raw signals to FILE (JSON lines)."),
+          replay: Optional[Path] = typer.Option(None, "--replay", metavar="FILE",
+                                                help="Run the detector over a recording instead of this host "
+                                                     "(no root needed); prints its events."),
+          ebpf: bool = typer.Option(True, "--ebpf/--no-ebpf", help="Run-queue delay and preemptions by eBPF "
+                                                                   "(else CPU pressure only)."),
+          disk: list[str] = typer.Option([], "--disk", metavar="MAJ:MIN", help="A disk whose latency counts "
+                                                                              "(repeatable; default: every disk)."),
+          metrics: str = typer.Option("127.0.0.1:9733", help="Prometheus endpoint HOST:PORT, or off.")):
+    """Who hurts whom on this host, now: every period, each watched container's symptoms (run-queue delay,
+    pressure, its own throttling, its disk's latency) against its own baseline, and a blame when a neighbour's
+    use rose with it; a container held by its own limit is its own doing. Sets nothing (docs/watch.md)."""
+    from .watch.daemon import WatchConfig, Watcher
+    from .watch.view import event_line, table
+    if record is not None and replay is not None:
+        fail("--record and --replay: one or the other")
+
+    def emit(e: dict) -> None:
+        print(json.dumps(e) if as_json else event_line(e), flush=True)
+
+    if replay is not None:
+        return _watch_replay(replay, emit)
+    targets = _watch_checks(target, metrics, disk)
+    need_root("contend watch")
+    try:
+        out = open(record, "x") if record is not None else None
+    except OSError as e:
+        fail(f"--record {record}: {e.strerror or e}" + (" (not overwritten)" if isinstance(e, FileExistsError)
+                                                         else ""))
+    _term_as_interrupt()
+    live = sys.stdout.isatty() and not as_json
+    cfg = WatchConfig(targets, period=period, ebpf=ebpf, metrics=metrics, disks=list(disk) or None)
+    try:
+        w = Watcher(cfg, events=None if live else emit, record=out)
+    except OSError as e:  # the metrics port taken, say
+        fail(f"cannot start: {e}")
+    for prob in w.problems:
+        print(f"contend: {prob}", file=sys.stderr)
+    try:
+        if live:
+            from rich.live import Live
+            with Live(table(None, []), console=console, auto_refresh=False) as lv:
+                w.run(duration=duration, after_step=lambda x: lv.update(
+                    table(x.last, x.detector.verdicts(), x.problems), refresh=True))
+        else:
+            w.run(duration=duration)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        w.close()
+        if out is not None:
+            out.close()
+
+
+def _watch_replay(path: Path, emit) -> None:
+    """The detector over a recording's frames, its events emitted."""
+    from .watch.detector import Detector
+    from .watch.signals import Frame
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        fail(f"{path}: {e.strerror or e}")
+    d = Detector()
+    for i, ln in enumerate(lines, 1):
+        if not ln.strip():
+            continue
+        try:
+            f = Frame.from_json(ln)
+        except (ValueError, KeyError, TypeError) as e:
+            fail(f"{path}:{i}: not a frame of contend watch --record ({e})")
+        for e in d.step(f):
+            emit(e)
+
+
+def _watch_checks(target: list[str], metrics: str, disk: list[str]) -> list[str]:
+    """The watch's options checked (exit 2, one line); its selectors."""
+    import re
+
+    from .watch.daemon import check_targets
+    try:
+        targets = check_targets(target or ["contend", "docker:*"])
+    except ValueError as e:
+        fail(str(e))
+    if not re.fullmatch(r"off|[^:]*:[0-9]+", metrics):
+        fail(f"--metrics {metrics!r}: HOST:PORT or off")
+    for d in disk:
+        if not re.fullmatch(r"[0-9]+:[0-9]+", d) or not Path(f"/sys/dev/block/{d}").exists():
+            fail(f"--disk {d!r}: no such block device (MAJ:MIN)")
+    return targets
+
+
 # ---------------------------------------------------------------- cluster
 cluster_app = typer.Typer(no_args_is_help=True, rich_markup_mode="rich",
                           help="The same study on a Kubernetes cluster with Argo Workflows, and the guard as a "

@@ -62,6 +62,7 @@ class Stats:
     # page cache the cgroup dirtied that is not on the disk yet (dirty + under writeback): its buffered writes,
     # which the kernel writes back later, on cgroup v1 from flusher threads charged to no container
     memory_dirty: int = 0
+    memory_majfaults: int = 0  # major page faults of its tasks, cumulative (a page read back from disk or swap)
     io: dict[str, IoCounters] = field(default_factory=dict)  # by "MAJ:MIN"
     pressure: dict[str, float] = field(default_factory=dict)  # e.g. {"cpu.some.total_us": ...}
     net_bytes: int | None = None  # what the tenant sent, from its veth's counter (network trials; not a cgroup's)
@@ -101,6 +102,10 @@ class Cgroup(ABC):
 
     @abstractmethod
     def stats(self) -> Stats: ...
+
+    @abstractmethod
+    def ceilings(self) -> tuple[float | None, int | None]:
+        """Its own CPU quota (CPUs) and memory limit (bytes) as set now; None where there is none."""
 
     @abstractmethod
     def procs(self) -> list[int]: ...
@@ -164,6 +169,9 @@ def _rmdir(d: Path) -> None:
         except OSError:
             time.sleep(0.05)  # EBUSY while the last task exits
     d.rmdir()
+
+
+UNLIMITED_BYTES = 1 << 60  # v1 writes "no memory limit" as a page-rounded LONG_MAX
 
 
 def read_int(path: Path, default: int = 0) -> int:
@@ -230,3 +238,21 @@ def parse_pids(text: str) -> list[int]:
 def write(path: Path, value: str) -> None:
     with open(path, "w") as f:
         f.write(value)
+
+
+def mirror(cg: Cgroup, tracking: Cgroup) -> None:
+    """Put a container's processes into its tracking cgroup in the unified tree as well (a hybrid host: the
+    v2 id that eBPF and PSI know them by; exec'd processes land in the runtime's v1 cgroups only). Processes
+    move with their future children; already-forked ones move here. Nothing to do on v2, where the two are
+    one."""
+    if any(d in cg.dirs() for d in tracking.dirs()):
+        return
+    if not tracking.exists():
+        tracking.create()
+    inside = set(tracking.members())
+    for pid in cg.members():
+        if pid not in inside:
+            try:
+                tracking.add_pid(pid)
+            except OSError:
+                pass  # exited meanwhile

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_procs, write
+from .base import UNLIMITED_BYTES, Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_procs, write
 
 # the controllers contend needs, and those it only keeps tidy (so `clean` finds everything)
 NEEDED = ("cpu", "cpuacct", "memory", "blkio", "pids")
@@ -108,8 +108,15 @@ class V1Cgroup(Cgroup):
         s.memory_events = {"max": read_int(mem / "memory.failcnt"), "oom_kill": oom.get("oom_kill", 0)}
         ms = read_keyed(mem / "memory.stat")
         s.memory_dirty = ms.get("total_dirty", 0) + ms.get("total_writeback", 0)
+        s.memory_majfaults = ms.get("total_pgmajfault", 0)
         s.io = self._io_stats()
         return s
+
+    def ceilings(self) -> tuple[float | None, int | None]:
+        quota = read_int(self._dir("cpu") / "cpu.cfs_quota_us", -1)
+        period = read_int(self._dir("cpu") / "cpu.cfs_period_us", 100_000) or 100_000
+        mem = read_int(self._dir("memory") / "memory.limit_in_bytes", UNLIMITED_BYTES)
+        return (quota / period if quota > 0 else None), (mem if 0 < mem < UNLIMITED_BYTES else None)
 
     def _io_stats(self) -> dict[str, IoCounters]:
         out: dict[str, IoCounters] = {}

@@ -83,9 +83,21 @@ class V2Cgroup(Cgroup):
         s.memory_events = read_keyed(self.dir / "memory.events")
         ms = read_keyed(self.dir / "memory.stat")
         s.memory_dirty = ms.get("file_dirty", 0) + ms.get("file_writeback", 0)
+        s.memory_majfaults = ms.get("pgmajfault", 0)
         s.io = parse_io_stat(self.dir / "io.stat")
         s.pressure = self.pressure()
         return s
+
+    def ceilings(self) -> tuple[float | None, int | None]:
+        try:
+            quota, period = (self.dir / "cpu.max").read_text().split()
+        except (OSError, ValueError):
+            quota, period = "max", "100000"
+        try:
+            mem = (self.dir / "memory.max").read_text().strip()
+        except OSError:
+            mem = "max"
+        return (int(quota) / int(period) if quota != "max" else None), (int(mem) if mem != "max" else None)
 
     def pressure(self) -> dict[str, float]:
         """PSI of this cgroup (present in every v2 cgroup, controllers or not)."""

@@ -3,7 +3,8 @@
 Selectors:
   cgroup:PATH        a cgroup, as a path in a hierarchy (/sys/fs/cgroup/blkio/x/y) or relative (x/y);
                      a glob (cgroup:kubepods*/*/*pod*) names every cgroup it matches, as they come and go
-  docker:NAME        a docker container by name or id;  docker:label=KEY[=VALUE]  every one with the label
+  docker:NAME        a docker container by name or id;  docker:label=KEY[=VALUE]  every one with the label;
+                     docker:*  every running one
   podman:NAME        the same for podman
   contend            every container contend started (its cgroups below contend/)
 """
@@ -72,8 +73,9 @@ def _engine(binary: str, what: str) -> list[tuple[str, int]]:
     """(name, pid) of the engine's running containers a selector names."""
     if shutil.which(binary) is None:
         raise TargetError(f"{binary}:{what}: {binary} is not installed")
-    if what.startswith("label="):
-        p = subprocess.run([binary, "ps", "-q", "--filter", what], capture_output=True, text=True, timeout=15)
+    if what.startswith("label=") or what == "*":
+        p = subprocess.run([binary, "ps", "-q", *(["--filter", what] if what != "*" else [])], capture_output=True,
+                           text=True, timeout=15)
         if p.returncode != 0:
             raise TargetError(f"{binary}:{what}: {p.stderr.strip() or 'engine not answering'}")
         ids = p.stdout.split()
@@ -82,7 +84,7 @@ def _engine(binary: str, what: str) -> list[tuple[str, int]]:
     if not ids:
         return []
     p = subprocess.run([binary, "inspect", *ids], capture_output=True, text=True, timeout=15)
-    if p.returncode != 0 and not what.startswith("label="):
+    if p.returncode != 0 and not (what.startswith("label=") or what == "*"):
         raise TargetPending(f"{binary}:{what}: no such container")
     try:
         docs = json.loads(p.stdout or "[]")
@@ -118,7 +120,7 @@ def _resolve(host: CgroupHost, kind: str, what: str, selector: str, weight: floa
                 out.append(Resolved(name, pid_relpath(host, pid), weight))
             except (OSError, TargetError):
                 continue  # exited meanwhile
-        if not out and not what.startswith("label="):
+        if not out and not (what.startswith("label=") or what == "*"):
             raise TargetPending(f"{selector}: not running")
         return out
     if kind == "contend":

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import owned
-from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect
+from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect, mirror
 from ..paths import STATE  # noqa: F401  (re-exported: runtimes keep their state below it)
 from ..tools import last_line  # noqa: F401  (re-exported: the runtimes and the load use it)
 from .security import DEFAULT_CAPS
@@ -184,18 +184,8 @@ class Runtime(ABC):
         Called after create and again by the sampler, since exec'd processes land in the runtime's
         v1 cgroups only. Processes move with their future children; already-forked ones move here.
         """
-        t = c.tracking
-        if t is None or t.dir in c.cgroup.dirs():
-            return  # v2: the container cgroup is its own tracking cgroup
-        if not t.dir.exists():
-            t.create()
-        inside = set(t.members())
-        for pid in c.cgroup.members():
-            if pid not in inside:
-                try:
-                    t.add_pid(pid)
-                except OSError:
-                    pass  # exited meanwhile
+        if c.tracking is not None:
+            mirror(c.cgroup, c.tracking)
 
     def forget_cgroups(self, name: str) -> None:
         """Remove a container's cgroups in every hierarchy (also when the runtime already did: contend's

@@ -1,0 +1,234 @@
+"""One Frame per period from the live host: each watched container's cgroup counters (v1 or v2), its PSI and
+eBPF identity in the unified tree (on a hybrid host the unified cgroup its processes are in), the disks'
+own counters and the host's PSI."""
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..cgroups import PREFIX, Cgroup, CgroupHost, Stats, V2Cgroup, mirror
+from ..cgroups.base import read_pressure
+from ..guard.collector import device_counters, latency_ms
+from ..guard.targets import Resolved
+from .runq import RunqProbe
+from .signals import HOST, Frame
+
+SKIP_DISKS = ("loop", "ram", "zram", "sr", "fd", "nbd", "dm-", "md")
+
+
+def whole_disks() -> list[str]:
+    """MAJ:MIN of every whole disk on the host (not loop, ram, optical or mapper devices)."""
+    out = []
+    for d in sorted(Path("/sys/block").iterdir()):
+        if d.name.startswith(SKIP_DISKS):
+            continue
+        try:
+            out.append((d / "dev").read_text().strip())
+        except OSError:
+            continue
+    return out
+
+
+def unified_of(host: CgroupHost, cg: Cgroup, relpath: str) -> V2Cgroup | None:
+    """The unified cgroup a container's processes are in: its own on v2; on a hybrid host the one most of its
+    processes are in, if not the root (systemd's or docker's mirror, contend's tracking cgroup)."""
+    if host.unified is None:
+        return None
+    if host.mode == "v2":
+        return V2Cgroup(relpath, host.unified)
+    seen: Counter[str] = Counter()
+    for pid in cg.members()[:16]:
+        try:
+            for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+                if line.startswith("0::"):
+                    seen[line[3:].strip("/")] += 1
+        except OSError:
+            continue
+    path = seen.most_common(1)[0][0] if seen else ""
+    return V2Cgroup(path, host.unified) if path else None
+
+
+@dataclass
+class Watched:
+    name: str
+    relpath: str
+    cgroup: Cgroup
+    unified: V2Cgroup | None
+    cgid: str  # the unified cgroup's inode: bpftrace's `cgroup` ("" without one)
+
+
+def psi_totals(pressure: dict[str, float]) -> dict[str, float]:
+    """cpu/memory/io 'some' totals in seconds, from a parsed PSI."""
+    return {res: pressure[f"{res}.some.total_us"] * 1e-6 for res in ("cpu", "memory", "io")
+            if f"{res}.some.total_us" in pressure}
+
+
+def host_psi() -> dict[str, float]:
+    out: dict[str, float] = {}
+    for res in ("cpu", "memory", "io"):
+        out.update(read_pressure(Path(f"/proc/pressure/{res}"), res))
+    return psi_totals(out)
+
+
+def busy_cpu_s() -> float | None:
+    """CPU-seconds the host has spent busy since boot (/proc/stat: all but idle and iowait)."""
+    try:
+        f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal (guest time is inside user already)
+    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
+
+
+class WatchCollector:
+    def __init__(self, host: CgroupHost, disks: list[str] | None = None, ebpf: bool = True):
+        self.host = host
+        self.disks = disks if disks is not None else whole_disks()
+        self.watched: dict[str, Watched] = {}
+        self.runq: RunqProbe | None = None
+        self.problems: list[str] = []
+        if ebpf:
+            self.runq = RunqProbe().start()
+            self.problems += self.runq.problems
+            if not self.runq.attached:
+                self.runq.stop()
+                self.runq = None
+        self._prev: dict[str, tuple[float, Stats, dict[str, float]]] = {}
+        self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
+        self._host_psi = host_psi()
+        self._busy = busy_cpu_s()
+        self._t = time.monotonic()
+        self.clock0 = self._t
+
+    def set_targets(self, targets: dict[str, Resolved]) -> None:
+        """The containers to watch now (rescanned by the caller); their unified cgroups found again."""
+        out = {}
+        for name, r in targets.items():
+            old = self.watched.get(name)
+            out[name] = self._identify(old) if old is not None and old.relpath == r.relpath else \
+                self._identify(Watched(name, r.relpath, self.host.cgroup(r.relpath), None, ""))
+        for gone in set(self._prev) - set(out):
+            self._prev.pop(gone)
+        self.watched = out
+
+    def _identify(self, w: Watched) -> Watched:
+        """Its unified cgroup and eBPF id, found again (a container's first processes may come later)."""
+        own = self.host.tracking(w.relpath) if w.relpath.startswith(PREFIX + "/") else None
+        if own is not None and own.exists():  # contend's own container: its tracking cgroup, its processes
+            try:                               # mirrored there as its sampler does in a study
+                mirror(w.cgroup, own)
+            except OSError:
+                pass
+        if w.cgid and (self.host.mode == "v2" or own is not None):
+            return w
+        try:
+            u = own if own is not None and own.exists() else unified_of(self.host, w.cgroup, w.relpath)
+            cgid = str(u.inode()) if u is not None and u.exists() else ""
+        except OSError:
+            u, cgid = None, ""
+        if not cgid:  # no process inside now (between two loads): it keeps the one it had
+            return w
+        return Watched(w.name, w.relpath, w.cgroup, u, cgid)
+
+    def close(self) -> None:
+        if self.runq is not None:
+            self.runq.stop()
+
+    def collect(self) -> Frame:
+        now = time.monotonic()
+        dt = max(now - self._t, 1e-3)
+        self._t = now
+        self.watched = {n: w if w.cgid else self._identify(w) for n, w in self.watched.items()}
+        rq, pre = self.runq.take() if self.runq is not None else ({}, {})
+        by_id = {w.cgid: n for n, w in self.watched.items() if w.cgid}
+        containers: dict[str, dict[str, float]] = {}
+        for name, w in self.watched.items():
+            try:
+                sig = self._container(name, w, now, rq.get(w.cgid) if self.runq is not None and w.cgid else None)
+            except OSError:
+                continue  # gone between scan and now
+            if sig is not None:
+                containers[name] = sig
+        preempt: dict[str, dict[str, float]] = {}
+        for (vid, bid), n in pre.items():
+            victim = by_id.get(vid)
+            if victim is not None:
+                by = by_id.get(bid, HOST)
+                preempt.setdefault(victim, {})
+                preempt[victim][by] = preempt[victim].get(by, 0.0) + n / dt
+        return Frame(now - self.clock0, dt, containers, preempt, self._host(dt, containers))
+
+    def _container(self, name: str, w: Watched, now: float, waited: float | None) -> dict[str, float] | None:
+        st = w.cgroup.stats()
+        psi = psi_totals(w.unified.pressure()) if w.unified is not None else {}
+        prev = self._prev.get(name)
+        self._prev[name] = (now, st, psi)
+        if prev is None:
+            return None
+        dt = max(now - prev[0], 1e-3)
+        p = prev[1]
+        quota, mem_limit = w.cgroup.ceilings()
+        io = {d: c for d, c in st.io.items()}
+        rates = {d: ((c.rbytes + c.wbytes) - (p.io[d].rbytes + p.io[d].wbytes) if d in p.io else 0,
+                     c.wbytes - p.io[d].wbytes if d in p.io else 0,
+                     (c.rios + c.wios) - (p.io[d].rios + p.io[d].wios) if d in p.io else 0) for d, c in io.items()}
+        busiest = max(rates, key=lambda d: rates[d][0], default=None)
+        periods = st.nr_periods - p.nr_periods
+        out = {
+            "cpu": max(0, st.cpu_usage_ns - p.cpu_usage_ns) * 1e-9 / dt,
+            "cpu_quota": quota if quota is not None else math.nan,
+            "throttled": (st.nr_throttled - p.nr_throttled) / periods if periods > 0 else 0.0,
+            "rq_delay": waited / dt if waited is not None else (0.0 if self.runq is not None and w.cgid
+                                                                 else math.nan),
+            "mem": float(st.memory_current),
+            "mem_limit": float(mem_limit) if mem_limit is not None else math.nan,
+            "mem_max": max(0, st.memory_events.get("max", 0) - p.memory_events.get("max", 0)) / dt,
+            "oom_kill": max(0, st.memory_events.get("oom_kill", 0) - p.memory_events.get("oom_kill", 0)) / dt,
+            "majfault": max(0, st.memory_majfaults - p.memory_majfaults) / dt,
+            "io_bytes": max(0, sum(r[0] for r in rates.values())) / dt,
+            "io_wbytes": max(0, sum(r[1] for r in rates.values())) / dt,
+            "io_ios": max(0, sum(r[2] for r in rates.values())) / dt,
+            "io_limited": 0.0,
+            "dirty": float(st.memory_dirty),
+        }
+        for res, key in (("cpu", "cpu_psi"), ("memory", "mem_psi"), ("io", "io_psi")):
+            out[key] = max(0.0, psi[res] - prev[2][res]) / dt if res in psi and res in prev[2] else math.nan
+        ios = out["io_ios"]
+        out["io_wait_ms"] = out["io_psi"] * 1e3 / ios if ios >= 1 and math.isfinite(out["io_psi"]) else math.nan
+        if busiest is not None and rates[busiest][0] > 0:
+            lim = w.cgroup.io_limits().get(busiest)
+            cap = sum(x for x in (lim.rbps, lim.wbps) if x) if lim is not None else 0
+            out["io_limited"] = 1.0 if cap and rates[busiest][0] / dt >= 0.9 * cap else 0.0
+        return out
+
+    def _host(self, dt: float, containers: dict[str, dict[str, float]]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        written, busiest = 0.0, (-1, "")
+        for d in self.disks:
+            cur = device_counters(d)
+            prev = self._dev.get(d, cur)
+            self._dev[d] = cur
+            written += max(0, cur[2] - prev[2]) / dt
+            ios = cur[0] - prev[0]
+            if ios > busiest[0]:
+                busiest = (ios, d)
+                out["disk_latency_ms"] = latency_ms(prev, cur)
+                out["disk_ios"] = ios / dt
+        if self.disks:
+            charged = sum(c.get("io_wbytes", 0.0) for c in containers.values())
+            out["unattributed_wbytes"] = max(0.0, written - charged)
+        busy = busy_cpu_s()
+        if busy is not None and self._busy is not None:
+            used = sum(c.get("cpu", 0.0) for c in containers.values())
+            out["cpu_other"] = max(0.0, (busy - self._busy) / dt - used)
+        self._busy = busy
+        psi = host_psi()
+        for res, key in (("cpu", "cpu_psi"), ("memory", "mem_psi"), ("io", "io_psi")):
+            if res in psi and res in self._host_psi:
+                out[key] = max(0.0, psi[res] - self._host_psi[res]) / dt
+        self._host_psi = psi
+        return out

@@ -1,0 +1,142 @@
+"""contend watch: every period, collector → detector → outputs (JSON events, a live table, Prometheus, a
+recording of the raw frames). It sets nothing on the host: it reads counters and runs one bpftrace."""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from prometheus_client import CollectorRegistry, Gauge, start_http_server
+
+from ..cgroups import CgroupHost, detect
+from ..guard.targets import Resolved, TargetError, check_selector, resolve
+from .collector import WatchCollector
+from .detector import Detector, Verdict
+from .signals import Frame
+
+
+class WatchMetrics:
+    """The Prometheus endpoint: the verdicts now, and each container's symptoms."""
+
+    def __init__(self, listen: str):
+        r = self.registry = CollectorRegistry()
+        self.blame = Gauge("contend_watch_verdict", "1 × confidence while a verdict holds (kind: blame, self, "
+                           "unattributed)", ["victim", "resource", "kind", "culprit"], registry=r)
+        self.signal = Gauge("contend_watch_signal", "A watched container's signal in the last period "
+                            "(see docs/watch.md for units)", ["container", "signal"], registry=r)
+        self.server = None
+        if listen != "off":
+            host, _, port = listen.rpartition(":")
+            self.server, _ = start_http_server(int(port), host or "127.0.0.1", registry=r)
+
+    SHOWN = ("cpu", "rq_delay", "cpu_psi", "throttled", "mem", "mem_psi", "io_bytes", "io_psi")
+
+    def update(self, frame: Frame, verdicts: list[Verdict]) -> None:
+        self.signal.clear()
+        for c, sig in frame.containers.items():
+            for s in self.SHOWN:
+                if math.isfinite(sig.get(s, math.nan)):
+                    self.signal.labels(c, s).set(sig[s])
+        self.blame.clear()
+        for v in verdicts:
+            self.blame.labels(v.victim, v.resource, v.kind, v.culprit).set(v.confidence)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+@dataclass
+class WatchConfig:
+    targets: list[str]
+    period: float = 1.0
+    ebpf: bool = True
+    metrics: str = "off"
+    disks: list[str] | None = None
+    rescan_s: float = 5.0
+    detector: dict = field(default_factory=dict)
+
+
+class Watcher:
+    def __init__(self, cfg: WatchConfig, host: CgroupHost | None = None, events: Callable[[dict], None] | None = None,
+                 record: TextIO | None = None):
+        self.cfg = cfg
+        self.host = host or detect()
+        self.detector = Detector(**cfg.detector)
+        self.metrics = WatchMetrics(cfg.metrics)
+        self.collector = WatchCollector(self.host, cfg.disks, cfg.ebpf)
+        self.on_event = events or (lambda e: None)
+        self.record = record
+        self.targets: dict[str, Resolved] = {}
+        self.frames = 0
+        self.last: Frame | None = None
+        self._last_scan = -math.inf
+        self._closed = False
+
+    @property
+    def problems(self) -> list[str]:
+        return self.collector.problems
+
+    def scan(self) -> None:
+        """Resolve every selector again (containers come and go); one naming nothing now is not an error."""
+        found: dict[str, Resolved] = {}
+        for sel in self.cfg.targets:
+            try:
+                for r in resolve(self.host, sel):
+                    found.setdefault(r.name, r)
+            except TargetError:
+                continue
+        self.targets = found
+        self.collector.set_targets(found)
+
+    def step(self) -> list[dict]:
+        now = time.monotonic()
+        if now - self._last_scan >= self.cfg.rescan_s:
+            self._last_scan = now
+            self.scan()
+        f = self.collector.collect()
+        self.last = f
+        self.frames += 1
+        if self.record is not None:
+            print(f.to_json(), file=self.record, flush=True)
+        events = self.detector.step(f)
+        for e in events:
+            self.on_event(e)
+        self.metrics.update(f, self.detector.verdicts())
+        return events
+
+    def run(self, stop: threading.Event | None = None, duration: float | None = None,
+            after_step: Callable[["Watcher"], None] | None = None) -> None:
+        stop = stop or threading.Event()
+        end = None if duration is None else time.monotonic() + duration
+        try:
+            self.scan()
+            self._last_scan = time.monotonic()
+            self.collector.collect()  # the first reading only sets the counters' start
+            next_at = time.monotonic() + self.cfg.period
+            while not stop.is_set() and (end is None or time.monotonic() < end):
+                stop.wait(max(0.0, next_at - time.monotonic()))
+                if stop.is_set():
+                    break
+                next_at += self.cfg.period
+                self.step()
+                if after_step is not None:
+                    after_step(self)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.collector.close()
+        self.metrics.close()
+
+
+def check_targets(selectors: list[str]) -> list[str]:
+    """The selectors, each checked (ValueError: the one line to print)."""
+    return [check_selector(s) for s in selectors]

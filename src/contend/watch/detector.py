@@ -1,0 +1,237 @@
+"""Who hurts whom: a pure function of frames (DESIGN §9). Tested on frames with known answers; the same code
+runs live and on a recording (--replay).
+
+Per container and resource, a symptom (CPU: run-queue delay, else CPU pressure; memory: memory pressure, else
+major faults; disk: its I/O pressure per I/O, else the disk's latency, while it does I/O; a reader that waits
+for each I/O is stalled most of the time whatever the disk's speed, so its pressure alone says little) is
+compared with the container's own baseline (its recent frames without a symptom). Above max(floor,
+(1 + rel) × median, median + k robust SDs), the container suffers, if it was in the frame before too or
+is twice that high (an OOM kill is a symptom by itself). Then, in order:
+1. its own limit explains it (CPU quota throttling, its memory limit, its own I/O throttle): `self`, and no
+   neighbour is blamed (a container held by its own quota also waits on the run queue: Netflix 2024);
+2. the suspects: every container whose use rose above its own baseline at least by the resource's `use_floor`
+   (on CPU also `host`, the CPU used outside every watched container; on disk also `writeback`, the writes no
+   container was charged for), ranked by how often each took the victim's CPU (eBPF preemptions) or else by
+   how far its use rose; the victim itself is a suspect of its own (its own load rising: `self`);
+3. none rose: `unattributed` (a symptom nobody here explains).
+A verdict lasts while the symptom does, and ends after `clear_after` frames without it.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .signals import HOST, WRITEBACK, Frame
+
+RESOURCES = ("cpu", "memory", "disk")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How one resource is read: its symptom signals (the first one a frame has is used), each with an
+    absolute floor; the rise over the baseline that counts; the suspects' use signal and its least rise."""
+
+    symptoms: tuple[tuple[str, float], ...]
+    rel: float
+    use: str
+    use_floor: float
+    events: tuple[str, ...] = ()  # signals any positive value of which is a symptom by itself
+
+
+RULES = {
+    "cpu": Rule((("rq_delay", 0.05), ("cpu_psi", 0.05)), 0.5, "cpu", 0.15),
+    "memory": Rule((("mem_psi", 0.02), ("majfault", 50.0)), 0.5, "mem", float(64 << 20), ("oom_kill",)),
+    "disk": Rule((("io_wait_ms", 1.0), ("disk_latency_ms", 1.0)), 1.0, "io_bytes", 5e6),
+}
+
+
+@dataclass
+class Verdict:
+    victim: str
+    resource: str
+    kind: str  # blame | self | unattributed
+    culprit: str  # the suspect ranked first ("" when unattributed; the victim itself or its limit when self)
+    confidence: float  # the culprit's share of the evidence, in [0, 1]
+    since: float
+    why: str
+    suspects: list[tuple[str, float]] = field(default_factory=list)  # ranked, with their evidence shares
+    evidence: dict[str, float] = field(default_factory=dict)
+
+    def same(self, other: "Verdict | None") -> bool:
+        return other is not None and (self.kind, self.culprit) == (other.kind, other.culprit)
+
+    def event(self, t: float, name: str) -> dict:
+        return {"t": round(t, 3), "event": name, "victim": self.victim, "resource": self.resource,
+                "kind": self.kind, "culprit": self.culprit, "confidence": round(self.confidence, 3),
+                "since": round(self.since, 3), "why": self.why,
+                "suspects": [[s, round(x, 3)] for s, x in self.suspects],
+                "evidence": {k: round(v, 4) for k, v in self.evidence.items() if math.isfinite(v)}}
+
+
+def threshold(base: list[float], floor: float, rel: float, k: float) -> tuple[float, float]:
+    """(median, the level a symptom must exceed) from a baseline's values."""
+    med = float(np.median(base))
+    sd = 1.4826 * float(np.median(np.abs(np.asarray(base) - med)))
+    return med, max(floor, (1 + rel) * med, med + k * sd)
+
+
+class Detector:
+    def __init__(self, baseline: int = 30, warmup: int = 3, clear_after: int = 3, window: int = 3,
+                 k: float = 4.0, rules: dict[str, Rule] = RULES):
+        self.rules = rules
+        self.k, self.warmup, self.clear_after = k, warmup, clear_after
+        self._nbase = baseline
+        self.base: dict[tuple[str, str, str], deque] = {}  # (container, resource, signal) -> symptom values
+        self.use_base: dict[tuple[str, str], deque] = {}  # (suspect, resource) -> use values
+        self.recent: deque[Frame] = deque(maxlen=window)
+        self.active: dict[tuple[str, str], Verdict] = {}
+        self.quiet: dict[tuple[str, str], int] = {}
+        self.above: dict[tuple[str, str], bool] = {}  # above its threshold in the last frame
+
+    # -- reading a frame
+    def symptom(self, f: Frame, name: str, res: str) -> tuple[str, float, float]:
+        """(signal, value, floor) of a container's symptom on a resource; value nan: none this frame."""
+        for sig, floor in self.rules[res].symptoms:
+            if sig == "disk_latency_ms":  # the disk's latency is a container's symptom only while it does I/O
+                v = f.host.get(sig, math.nan) if f.get(name, "io_ios") > 0 else math.nan
+                return (sig, v, floor) if math.isfinite(v) else ("", math.nan, math.nan)
+            v = f.get(name, sig)
+            if math.isfinite(v):
+                return sig, v, floor
+        return "", math.nan, math.nan
+
+    def use(self, f: Frame, suspect: str, res: str) -> float:
+        if suspect == WRITEBACK:
+            return f.host.get("unattributed_wbytes", math.nan)
+        if suspect == HOST:
+            return f.host.get("cpu_other", math.nan)
+        return f.get(suspect, self.rules[res].use)
+
+    def rise(self, suspect: str, res: str) -> float:
+        """How far a suspect's use rose over its baseline: the higher of its last two frames (an antagonist
+        winding down is still the one that was there)."""
+        base = self.use_base.get((suspect, res))
+        now = [u for u in (self.use(fr, suspect, res) for fr in list(self.recent)[-2:]) if math.isfinite(u)]
+        if not base or not now:
+            return math.nan
+        return max(now) - float(np.median(base))
+
+    @staticmethod
+    def own_limit(f: Frame, name: str, res: str) -> str:
+        """Why a container's own limit explains its symptom ('' when it does not)."""
+        if res == "cpu" and f.get(name, "throttled") >= 0.1:
+            return f"its own CPU quota ({f.get(name, 'cpu_quota'):.2g} CPUs): throttled in " \
+                   f"{f.get(name, 'throttled'):.0%} of its periods"
+        if res == "memory":
+            lim, mem = f.get(name, "mem_limit"), f.get(name, "mem")
+            if f.get(name, "mem_max") > 0 or (lim > 0 and mem >= 0.9 * lim):
+                return (f"its own memory limit ({mem / 2**20:.0f} of {lim / 2**20:.0f} MiB, hit "
+                        f"{f.get(name, 'mem_max'):.0f}/s, {max(0.0, f.get(name, 'oom_kill')):.0f} OOM kills/s)")
+        if res == "disk" and f.get(name, "io_limited") >= 1:
+            return "its own I/O throttle"
+        return ""
+
+    # -- judging
+    def judge(self, f: Frame, victim: str, res: str, sig: str, value: float, med: float, thr: float) -> Verdict:
+        ev = {"symptom": value, "baseline": med, "threshold": thr}
+        why_self = self.own_limit(f, victim, res)
+        if why_self:
+            return Verdict(victim, res, "self", victim, 1.0, f.t, f"{sig} {value:.3g}: {why_self}", evidence=ev)
+        rule = self.rules[res]
+        names = list(f.containers) + ([WRITEBACK] if res == "disk" else []) + ([HOST] if res == "cpu" else [])
+        rises = {s: self.rise(s, res) for s in names}
+        eligible = {s for s, r in rises.items() if r >= rule.use_floor}
+        preempt: dict[str, float] = {}
+        if res == "cpu":
+            for fr in self.recent:
+                for s, n in fr.preempt.get(victim, {}).items():
+                    preempt[s] = preempt.get(s, 0.0) + n
+        by_preemption = sum(preempt.values()) > 0
+        if by_preemption:  # who took the victim's CPUs, of those whose use rose (itself included)
+            score = {s: preempt.get(s, 0.0) for s in eligible if preempt.get(s, 0.0) > 0}
+            ev["preemptions_s"] = sum(preempt.values()) / max(len(self.recent), 1)
+        else:
+            score = {s: rises[s] for s in eligible}
+        for s in sorted(eligible, key=lambda s: -rises[s])[:3]:
+            ev[f"rise:{s}"] = rises[s]
+        total = sum(score.values())
+        if total <= 0 and victim in eligible:  # nobody else rose, its own use did
+            return Verdict(victim, res, "self", victim, 1.0, f.t, f"{sig} {value:.3g}: its own {rule.use} rose",
+                           [(victim, 1.0)], ev)
+        if total <= 0:
+            return Verdict(victim, res, "unattributed", "", 0.0, f.t,
+                           f"{sig} {value:.3g} above its baseline {med:.3g}, and no neighbour's {rule.use} rose",
+                           evidence=ev)
+        ranked = sorted(((s, x / total) for s, x in score.items()), key=lambda p: -p[1])
+        top, share = ranked[0]
+        if top == victim:
+            return Verdict(victim, res, "self", victim, share, f.t, f"{sig} {value:.3g}: its own load rose",
+                           ranked, ev)
+        how = (f"{top} took its CPU in {share:.0%} of its preemptions by those whose use rose" if by_preemption
+               else f"{top}'s {rule.use} rose most")
+        return Verdict(victim, res, "blame", top, share, f.t, f"{sig} {value:.3g} above its baseline {med:.3g}; {how}",
+                       ranked, ev)
+
+    def step(self, f: Frame) -> list[dict]:
+        """The events this frame brings: blame / self / unattributed when a verdict starts or changes,
+        cleared when it ends."""
+        self.recent.append(f)
+        events: list[dict] = []
+        suffering: dict[str, set[str]] = {r: set() for r in self.rules}
+        readings = []
+        for name in f.containers:
+            for res in self.rules:
+                sig, value, floor = self.symptom(f, name, res)
+                if not sig:
+                    continue
+                base = self.base.setdefault((name, res, sig), deque(maxlen=self._nbase))
+                readings.append((name, res, value, base))
+                hard = any(f.get(name, e) > 0 for e in self.rules[res].events)  # an OOM kill, say
+                if len(base) < self.warmup and not hard:
+                    continue
+                med, thr = threshold(list(base), floor, self.rules[res].rel, self.k) if base else (0.0, floor)
+                above, self.above[(name, res)] = self.above.get((name, res), False), value > thr
+                # one frame above the threshold is a blip unless it is far above (twice): evidence accumulates
+                if not hard and (value <= thr or not (above or value > 2 * thr or (name, res) in self.active)):
+                    continue
+                suffering[res].add(name)
+                v = self.judge(f, name, res, sig, value, med, thr)
+                old = self.active.get((name, res))
+                self.quiet[(name, res)] = 0
+                if v.same(old):
+                    assert old is not None
+                    v.since = old.since
+                    self.active[(name, res)] = v
+                    continue
+                self.active[(name, res)] = v
+                events.append(v.event(f.t, v.kind))
+        for key in [k for k in self.active if k[0] not in suffering[k[1]]]:
+            self.quiet[key] = self.quiet.get(key, 0) + 1
+            if self.quiet[key] >= self.clear_after or key[0] not in f.containers:
+                events.append(self.active.pop(key).event(f.t, "cleared"))
+                self.quiet.pop(key, None)
+        # baselines learn from calm frames only: a victim's while it does not suffer, the suspects' use while
+        # nobody suffers on that resource (an antagonist that runs for minutes must not become normal)
+        for name, res, value, base in readings:
+            if name not in suffering[res] and (name, res) not in self.active:
+                base.append(value)
+        for res in self.rules:
+            if suffering[res] or any(k[1] == res for k in self.active):
+                continue
+            for s in list(f.containers) + ([WRITEBACK] if res == "disk" else []) + ([HOST] if res == "cpu" else []):
+                u = self.use(f, s, res)
+                if math.isfinite(u):
+                    self.use_base.setdefault((s, res), deque(maxlen=self._nbase)).append(u)
+        return events
+
+    def verdicts(self) -> list[Verdict]:
+        return sorted(self.active.values(), key=lambda v: (v.victim, v.resource))
+
+
+def replay(frames: list[Frame], detector: Detector | None = None) -> list[dict]:
+    """Every event a detector gives over recorded frames, in order."""
+    d = detector or Detector()
+    return [e for f in frames for e in d.step(f)]

@@ -1,0 +1,49 @@
+"""What a person watching sees: a top-style table of the watched containers with their symptoms and the
+verdicts that hold now, and one line per event when the output is not a terminal."""
+from __future__ import annotations
+
+import math
+
+from rich.table import Table
+
+from .detector import Verdict
+from .signals import Frame
+
+
+def _num(x: float, fmt: str = "{:.2f}") -> str:
+    return fmt.format(x) if math.isfinite(x) else "-"
+
+
+def table(frame: Frame | None, verdicts: list[Verdict], problems: list[str] = ()) -> Table:
+    t = Table(title="contend watch", caption="; ".join(problems) or None, expand=False)
+    for col, just in (("container", "left"), ("CPU", "right"), ("wait s/s", "right"), ("thr", "right"),
+                      ("mem MiB", "right"), ("mem psi", "right"), ("disk MB/s", "right"), ("io psi", "right"),
+                      ("verdict", "left")):
+        t.add_column(col, justify=just, no_wrap=col != "verdict")  # type: ignore[arg-type]
+    by_victim: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        by_victim.setdefault(v.victim, []).append(v)
+    for name, s in sorted((frame.containers if frame else {}).items()):
+        wait = s.get("rq_delay", math.nan)
+        wait = wait if math.isfinite(wait) else s.get("cpu_psi", math.nan)
+        t.add_row(name[:28], _num(s.get("cpu", math.nan)), _num(wait), _num(s.get("throttled", math.nan), "{:.0%}"),
+                  _num(s.get("mem", math.nan) / 2**20, "{:.0f}"), _num(s.get("mem_psi", math.nan)),
+                  _num(s.get("io_bytes", math.nan) / 1e6, "{:.1f}"), _num(s.get("io_psi", math.nan)),
+                  "\n".join(line(v) for v in by_victim.get(name, [])) or "ok")
+    return t
+
+
+def line(v: Verdict) -> str:
+    if v.kind == "blame":
+        return f"{v.resource}: hurt by {v.culprit} ({v.confidence:.0%})"
+    if v.kind == "self":
+        return f"{v.resource}: its own doing"
+    return f"{v.resource}: hurt, cause not here"
+
+
+def event_line(e: dict) -> str:
+    """One event as a line for a log or a pipe."""
+    head = f"t={e['t']:>8.1f}s {e['event']:<12} {e['victim']} {e['resource']}"
+    if e["event"] == "blame":
+        return f"{head} <- {e['culprit']} ({e['confidence']:.0%}): {e['why']}"
+    return f"{head}: {e['why']}"

@@ -1,0 +1,208 @@
+"""contend watch against real cgroups and real antagonists on this host (stress-ng, dd), and its command line.
+The detector itself is tested on frames with known answers in test_watch_detector.py."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from contend.cgroups import Limits, detect
+from contend.paths import DATA
+from contend.watch.daemon import WatchConfig, Watcher
+from contend.watch.signals import Frame
+
+from .conftest import contend, needs_root, one_line_exit_2, require
+
+
+class Box:
+    """A cgroup of contend's (and its unified mirror on a hybrid host) with real processes in it."""
+
+    def __init__(self, host, run: str, name: str, limits: Limits | None = None):
+        self.host = host
+        self.name = f"contend/{run}-{name}"
+        self.cg = host.cgroup(self.name)
+        self.cg.create()
+        self.tracking = host.tracking(self.name) if host.mode == "hybrid" else None
+        if self.tracking is not None:
+            self.tracking.create()
+        if limits is not None:
+            self.cg.set_limits(limits)
+        self.procs: list[subprocess.Popen] = []
+
+    def run(self, *argv: str) -> subprocess.Popen:
+        def enter():
+            self.cg.add_pid(os.getpid())
+            if self.tracking is not None:
+                self.tracking.add_pid(os.getpid())
+        p = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=enter)
+        self.procs.append(p)
+        return p
+
+    def remove(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.cg.remove()
+        if self.tracking is not None:
+            self.tracking.remove()
+
+
+@pytest.fixture
+def boxes():
+    host = detect()
+    run = f"wtest-{uuid.uuid4().hex[:6]}"
+    made: list[Box] = []
+
+    def make(name: str, limits: Limits | None = None) -> Box:
+        made.append(Box(host, run, name, limits))
+        return made[-1]
+    make.run = run
+    yield make
+    for b in made:
+        b.remove()
+
+
+def watch_while(run: str, act, seconds: float, period: float = 0.5, ebpf: bool = True):
+    """A Watcher on the run's cgroups in a thread; `act(t0)` starts the loads; returns (events, frames)."""
+    events: list[dict] = []
+    frames: list[Frame] = []
+    w = Watcher(WatchConfig([f"cgroup:contend/{run}-*"], period=period, ebpf=ebpf, metrics="off"),
+                events=events.append)
+    stop = threading.Event()
+    th = threading.Thread(target=w.run, args=(stop,), kwargs={"after_step": lambda x: frames.append(x.last)})
+    th.start()
+    try:
+        t0 = time.monotonic() - w.collector.clock0
+        act(t0)
+        time.sleep(max(0.0, seconds - (time.monotonic() - w.collector.clock0 - t0)))
+    finally:
+        stop.set()
+        th.join(timeout=30)
+    assert w.problems == [] or not ebpf, w.problems
+    return events, frames
+
+
+def started(events: list[dict], kind: str | None = None) -> list[tuple]:
+    return [(e["victim"].rsplit("-", 1)[-1], e["resource"], e["kind"], e["culprit"].rsplit("-", 1)[-1])
+            for e in events if e["event"] != "cleared" and (kind is None or e["kind"] == kind)]
+
+
+@needs_root
+@pytest.mark.parametrize("ebpf", [True, False], ids=["ebpf", "psi-only"])
+def test_a_cpu_antagonist_is_blamed_within_two_seconds(boxes, ebpf):
+    require("stress-ng")
+    victim, noisy = boxes("victim"), boxes("noisy")
+    at = {}
+
+    def act(t0):
+        victim.run("stress-ng", "--cpu", "2", "--timeout", "14")
+        time.sleep(5)  # the victim's baseline: both CPUs its own
+        at["antagonist"] = time.monotonic() - t0
+        noisy.run("stress-ng", "--cpu", "2", "--timeout", "8")
+    events, frames = watch_while(boxes.run, act, 11, ebpf=ebpf)
+    blames = [e for e in events if e["kind"] == "blame"]
+    assert started(events, "blame") and all(b == ("victim", "cpu", "blame", "noisy")
+                                            for b in started(events, "blame")), events
+    assert not [e for e in events if e["kind"] == "blame" and e["culprit"].endswith("victim")]
+    first = blames[0]
+    assert first["t"] - frames[0].t + frames[0].dt - at["antagonist"] <= 2.0, (first, at)
+    if ebpf:
+        assert first["evidence"]["preemptions_s"] > 10
+
+
+@needs_root
+def test_a_container_held_by_its_own_quota_blames_no_neighbour(boxes):
+    require("stress-ng")
+    victim, noisy = boxes("victim", Limits(cpu=0.3)), boxes("noisy")
+
+    def act(t0):
+        time.sleep(2.5)  # a calm baseline, then its own load beyond its quota, then a neighbour too
+        victim.run("stress-ng", "--cpu", "1", "--timeout", "10")
+        time.sleep(3)
+        noisy.run("stress-ng", "--cpu", "1", "--timeout", "5")  # a neighbour that fits beside it
+    events, frames = watch_while(boxes.run, act, 10)
+    assert started(events) and set(started(events)) == {("victim", "cpu", "self", "victim")}, events
+    assert "quota" in events[0]["why"]
+    assert max(f.get(victim.name, "throttled") for f in frames) > 0.5
+
+
+@needs_root
+def test_a_container_at_its_own_memory_limit_is_its_own_doing(boxes):
+    require("stress-ng")
+    victim = boxes("victim", Limits(memory=64 << 20))
+
+    def act(t0):
+        time.sleep(2.5)
+        victim.run("stress-ng", "--vm", "1", "--vm-bytes", "200M", "--vm-keep", "--timeout", "6")
+    events, frames = watch_while(boxes.run, act, 8)
+    mem = started([e for e in events if e["resource"] == "memory"])
+    assert mem and set(mem) == {("victim", "memory", "self", "victim")}, events
+    assert not started(events, "blame"), events
+
+
+@needs_root
+def test_a_disk_antagonist_is_blamed(boxes):
+    require("fio")
+    victim, noisy = boxes("victim"), boxes("noisy")
+    DATA.mkdir(parents=True, exist_ok=True)
+    files = [DATA / f"{boxes.run}-{n}.dat" for n in ("victim", "noisy")]
+
+    def act(t0):
+        victim.run("fio", "--name=v", f"--filename={files[0]}", "--size=64M", "--rw=randread", "--bs=4k",
+                   "--direct=1", "--iodepth=1", "--time_based", "--runtime=13", "--ioengine=psync")
+        time.sleep(5)
+        noisy.run("fio", "--name=n", f"--filename={files[1]}", "--size=1G", "--rw=write", "--bs=1M",
+                  "--direct=1", "--iodepth=32", "--ioengine=libaio", "--time_based", "--runtime=6")
+    try:
+        events, frames = watch_while(boxes.run, act, 12)
+    finally:
+        for f in files:
+            f.unlink(missing_ok=True)
+    disk = started([e for e in events if e["resource"] == "disk"])
+    assert ("victim", "disk", "blame", "noisy") in disk, (events, [f.host for f in frames])
+    assert all(b[3] == "noisy" for b in disk if b[2] == "blame"), events
+
+
+@needs_root
+def test_watch_records_and_replay_gives_the_same_events(boxes, tmp_path):
+    require("stress-ng")
+    victim, noisy = boxes("victim"), boxes("noisy")
+    rec = tmp_path / "rec.jsonl"
+    victim.run("stress-ng", "--cpu", "2", "--timeout", "12")
+    later = threading.Timer(5, lambda: noisy.run("stress-ng", "--cpu", "2", "--timeout", "5"))
+    later.start()
+    try:
+        p = contend("watch", "-t", f"cgroup:contend/{boxes.run}-*", "--duration", "10", "--json",
+                    "--metrics", "off", "--record", str(rec))
+    finally:
+        later.join()
+    assert p.returncode == 0, p.stderr
+    live = [json.loads(ln) for ln in p.stdout.splitlines()]
+    assert ("victim", "cpu", "blame", "noisy") in started(live), live
+    r = contend("watch", "--replay", str(rec), "--json")
+    assert r.returncode == 0 and [json.loads(ln) for ln in r.stdout.splitlines()] == live
+    again = contend("watch", "--record", str(rec), "--duration", "1", "--metrics", "off")
+    one_line_exit_2(again, "exists", "not overwritten")
+
+
+def test_a_replay_of_something_else_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"t": 1, "dt": 1, "containers": {}}\nnot json\n')
+    one_line_exit_2(contend("watch", "--replay", str(bad)), "bad.jsonl:2", "not a frame")
+    one_line_exit_2(contend("watch", "--replay", str(tmp_path / "none.jsonl")), "none.jsonl")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["-t", "cgroup:../../etc"], ["no '..'"]),
+    (["-t", "kube:x"], ["unknown target"]),
+    (["--metrics", "nowhere"], ["--metrics"]),
+    (["--disk", "999:999"], ["999:999", "no such block device"]),
+])
+def test_bad_watch_options_are_one_line_and_exit_2(args, words):
+    one_line_exit_2(contend("watch", *args, "--duration", "1"), *words)

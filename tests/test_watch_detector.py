@@ -1,0 +1,168 @@
+"""The watch's detector as a pure function of frames with known answers (no root, no host)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from contend.watch.detector import Detector, replay
+from contend.watch.signals import HOST, WRITEBACK, Frame
+
+MiB = 1 << 20
+
+
+def run(frames: list[Frame]) -> list[dict]:
+    return replay(frames, Detector())
+
+
+def series(n: int, calm: dict, hurt: dict | None = None, start: int = 10, preempt=None, host_calm=None,
+           host_hurt=None) -> list[Frame]:
+    """n one-second frames: `calm` containers' signals, from frame `start` on `hurt`'s (merged over calm)."""
+    out = []
+    for i in range(n):
+        bad = hurt is not None and i >= start
+        cs = {c: {**sig, **((hurt or {}).get(c, {}) if bad else {})} for c, sig in calm.items()}
+        host = {**(host_calm or {}), **((host_hurt or {}) if bad else {})}
+        out.append(Frame(float(i + 1), 1.0, cs, (preempt or {}) if bad else {}, host))
+    return out
+
+
+CALM_CPU = {"victim": {"cpu": 0.95, "rq_delay": 0.01, "throttled": 0.0},
+            "noisy": {"cpu": 0.05, "rq_delay": 0.0, "throttled": 0.0},
+            "bystander": {"cpu": 0.2, "rq_delay": 0.005, "throttled": 0.0}}
+
+
+def blames(events: list[dict]) -> list[tuple]:
+    return [(e["victim"], e["resource"], e["kind"], e["culprit"]) for e in events if e["event"] != "cleared"]
+
+
+def test_a_cpu_antagonist_is_named_by_its_preemptions_in_the_first_frame_it_hurts():
+    fs = series(20, CALM_CPU, {"noisy": {"cpu": 1.6}, "victim": {"cpu": 0.55, "rq_delay": 0.45}},
+                preempt={"victim": {"noisy": 180.0, HOST: 4.0, "bystander": 2.0}})
+    ev = run(fs)
+    assert blames(ev) == [("victim", "cpu", "blame", "noisy")]
+    assert ev[0]["t"] == 11.0 and ev[0]["confidence"] > 0.9  # detected in the antagonist's first frame
+    assert ev[0]["suspects"][0][0] == "noisy"
+
+
+def test_without_ebpf_the_suspect_is_the_one_whose_use_rose():
+    calm = {c: {"cpu": s["cpu"], "cpu_psi": s["rq_delay"]} for c, s in CALM_CPU.items()}
+    fs = series(20, calm, {"noisy": {"cpu": 1.6}, "bystander": {"cpu": 0.25}, "victim": {"cpu": 0.5,
+                                                                                        "cpu_psi": 0.4}})
+    assert blames(run(fs)) == [("victim", "cpu", "blame", "noisy")]
+
+
+def test_a_container_held_by_its_own_quota_blames_no_neighbour():
+    """Netflix's observation: its own throttling also shows as run-queue delay."""
+    fs = series(20, CALM_CPU, {"victim": {"rq_delay": 0.5, "throttled": 0.9, "cpu_quota": 0.3, "cpu": 0.3},
+                               "noisy": {"cpu": 1.0}},
+                preempt={"victim": {"noisy": 100.0}})
+    ev = run(fs)
+    assert blames(ev) == [("victim", "cpu", "self", "victim")]
+    assert "quota" in ev[0]["why"]
+
+
+def test_its_own_threads_are_its_own_load():
+    fs = series(20, CALM_CPU, {"victim": {"cpu": 1.9, "rq_delay": 1.0}},
+                preempt={"victim": {"victim": 300.0, HOST: 3.0}})
+    assert blames(run(fs)) == [("victim", "cpu", "self", "victim")]
+
+
+def test_memory_pressure_at_its_own_limit_is_self_inflicted():
+    calm = {"victim": {"mem": 300 * MiB, "mem_limit": 512 * MiB, "mem_psi": 0.0},
+            "noisy": {"mem": 100 * MiB, "mem_psi": 0.0}}
+    fs = series(20, calm, {"victim": {"mem": 500 * MiB, "mem_psi": 0.3, "mem_max": 20.0},
+                           "noisy": {"mem": 2000 * MiB}})
+    assert blames(run(fs)) == [("victim", "memory", "self", "victim")]
+
+
+def test_memory_pressure_from_a_growing_neighbour_blames_it():
+    calm = {"victim": {"mem": 300 * MiB, "mem_psi": 0.001}, "noisy": {"mem": 100 * MiB, "mem_psi": 0.0},
+            "bystander": {"mem": 50 * MiB, "mem_psi": 0.0}}
+    fs = series(20, calm, {"victim": {"mem_psi": 0.25}, "noisy": {"mem": 6000 * MiB}})
+    assert blames(run(fs)) == [("victim", "memory", "blame", "noisy")]
+
+
+def test_disk_latency_is_a_symptom_only_of_containers_doing_io():
+    calm = {"victim": {"io_bytes": 4e6, "io_ios": 1000.0}, "noisy": {"io_bytes": 0.0, "io_ios": 0.0},
+            "idle": {"io_bytes": 0.0, "io_ios": 0.0}}
+    fs = series(20, calm, {"noisy": {"io_bytes": 900e6, "io_ios": 900.0}, "victim": {"io_bytes": 1e6,
+                                                                                     "io_ios": 250.0}},
+                host_calm={"disk_latency_ms": 0.2}, host_hurt={"disk_latency_ms": 6.0})
+    assert blames(run(fs)) == [("victim", "disk", "blame", "noisy")]  # not "idle", not "noisy" itself
+
+
+def test_writes_charged_to_nobody_are_their_own_suspect():
+    calm = {"victim": {"io_bytes": 4e6, "io_ios": 1000.0, "io_wait_ms": 0.05}, "writer": {"io_bytes": 0.0}}
+    fs = series(20, calm, {"victim": {"io_wait_ms": 4.0, "io_ios": 150.0}, "writer": {"dirty": 900 * MiB}},
+                host_calm={"unattributed_wbytes": 1e5}, host_hurt={"unattributed_wbytes": 400e6})
+    assert blames(run(fs)) == [("victim", "disk", "blame", WRITEBACK)]
+
+
+def test_a_symptom_no_use_explains_is_unattributed():
+    fs = series(20, CALM_CPU, {"victim": {"rq_delay": 0.6}})
+    assert blames(run(fs)) == [("victim", "cpu", "unattributed", "")]
+
+
+def test_a_long_antagonist_stays_blamed_and_the_verdict_clears_after_three_calm_frames():
+    hurt = {"noisy": {"cpu": 1.6}, "victim": {"rq_delay": 0.45}}
+    fs = series(130, CALM_CPU, hurt, start=10, preempt={"victim": {"noisy": 150.0}})
+    calm_again = series(8, CALM_CPU)
+    for i, f in enumerate(calm_again):
+        f.t = 131.0 + i
+    d = Detector()
+    ev = replay(fs, d)
+    assert blames(ev) == [("victim", "cpu", "blame", "noisy")]  # 120 s of it: one verdict, never learnt as normal
+    assert [v.culprit for v in d.verdicts()] == ["noisy"] and d.verdicts()[0].since == 11.0
+    # one calm frame keeps the verdict, the third ends it
+    cleared = replay(calm_again, d)
+    assert [(e["event"], e["t"]) for e in cleared] == [("cleared", 133.0)]
+
+
+def test_no_verdict_before_the_baseline_has_its_warm_up_frames():
+    fs = series(20, CALM_CPU, {"victim": {"rq_delay": 0.6}, "noisy": {"cpu": 1.6}}, start=0,
+                preempt={"victim": {"noisy": 150.0}})
+    assert run(fs) == []  # hurt from the first frame: that is its normal
+
+
+def test_a_noisy_calm_host_gives_no_blame_in_an_hour():
+    rng = np.random.default_rng(7)
+    fs = []
+    for i in range(3600):
+        cs = {f"c{j}": {"cpu": float(np.clip(rng.normal(0.4, 0.08), 0, 2)),
+                        "rq_delay": float(rng.lognormal(math.log(0.01), 0.4)),
+                        "mem": float(200 * MiB + rng.normal(0, 4 * MiB)), "mem_psi": float(rng.exponential(0.001)),
+                        "io_bytes": float(rng.exponential(2e6)), "io_ios": float(rng.exponential(200)),
+                        "io_wait_ms": float(rng.lognormal(math.log(0.05), 0.5)), "throttled": 0.0}
+              for j in range(5)}
+        pre = {f"c{j}": {f"c{(j + 1) % 5}": float(rng.poisson(20)), HOST: float(rng.poisson(5))} for j in range(5)}
+        fs.append(Frame(i + 1.0, 1.0, cs, pre, {"disk_latency_ms": float(rng.lognormal(math.log(0.3), 0.3))}))
+    assert blames(run(fs)) == []
+
+
+def test_frames_round_trip_through_json_without_nan():
+    f = Frame(3.5, 1.0, {"a": {"cpu": 0.5, "cpu_quota": math.nan}}, {"a": {"b": 3.0}}, {"disk_latency_ms": 0.4})
+    g = Frame.from_json(f.to_json())
+    assert "nan" not in f.to_json() and g.containers == {"a": {"cpu": 0.5}} and g.preempt == f.preempt
+    assert math.isnan(g.get("a", "cpu_quota")) and g.host == f.host
+    with pytest.raises(ValueError):
+        Frame.from_json('{"t": 1}')
+
+
+def test_a_moderate_symptom_needs_a_second_frame_a_strong_one_does_not():
+    moderate = series(20, CALM_CPU, {"victim": {"rq_delay": 0.07}, "noisy": {"cpu": 1.0}},
+                      preempt={"victim": {"noisy": 50.0}})
+    assert [e["t"] for e in run(moderate)] == [12.0]
+    strong = series(20, CALM_CPU, {"victim": {"rq_delay": 0.3}, "noisy": {"cpu": 1.0}},
+                    preempt={"victim": {"noisy": 50.0}})
+    assert [e["t"] for e in run(strong)] == [11.0]
+
+
+def test_an_oom_kill_is_a_symptom_at_once_its_own_at_its_limit_a_neighbours_without_one():
+    calm = {"victim": {"mem": 60 * MiB, "mem_limit": 64 * MiB, "mem_psi": 0.0}, "noisy": {"mem": 10 * MiB}}
+    own = series(6, calm, {"victim": {"oom_kill": 1.0, "mem_max": 300.0}}, start=1)
+    assert blames(run(own)) == [("victim", "memory", "self", "victim")]  # before any warm-up
+    calm = {"victim": {"mem": 600 * MiB, "mem_psi": 0.0}, "noisy": {"mem": 10 * MiB}}
+    host_oom = series(20, calm, {"victim": {"oom_kill": 1.0, "mem": 20 * MiB}, "noisy": {"mem": 20000 * MiB}})
+    assert blames(run(host_oom)) == [("victim", "memory", "blame", "noisy")]
