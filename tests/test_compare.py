@@ -131,6 +131,7 @@ def metric_names_of_every_kind() -> set[str]:
     """What each kind's own pure producers write into metrics.csv, from synthetic inputs."""
     import numpy as np
 
+    from contend.kinds.detect.metrics import Truth, cell_figures, trial_metrics
     from contend.kinds.isolation.rows import trial_rows
     from contend.kinds.parallel.benchmarks import BENCHMARKS
     from contend.kinds.parallel.metrics import Run, scaling_metrics
@@ -158,6 +159,11 @@ def metric_names_of_every_kind() -> set[str]:
     runs = [Run("runc", n, b.name, f"p0c{i}", b.parse(SYNTHETIC_OUTPUT[b.name]), {"cpu": 1.0, "mem_peak_bytes": 1.0},
                 (0.0, 1.0)) for b in BENCHMARKS.values() for n in (1, 2) for i in range(n)]
     names |= {r["metric"] for r in scaling_metrics(runs, {b.name: b.figure for b in BENCHMARKS.values()}, ["runc"])}
+    blame = {"t": 6.0, "event": "blame", "victim": "victim", "resource": "cpu", "culprit": "noisy"}
+    for antagonist in (True, False):
+        m = trial_metrics([blame], Truth(antagonist, "cpu", 5.0, 10.0, 12.0))
+        names |= set(m) | set(cell_figures([m], [12 / 3600]))
+    names.add("watch_cpu_pct")  # kinds/detect/report.judged
     return names
 
 

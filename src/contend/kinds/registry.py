@@ -9,6 +9,7 @@ from ..report.page import Written, read_yaml
 from ..spec import StudyKind, load_as, parse_as
 from ..store import Store
 from ..study import Study
+from .detect.study import DetectKind
 from .isolation.study import IsolationStudy
 from .parallel.study import ParallelSuite
 from .protection.study import ProtectionStudy
@@ -21,6 +22,7 @@ KINDS: dict[str, type[Study]] = {k.kind: k for k in (
     ProtectionStudy,  # kind: guard, the guard judged against Aridac's workloads
     DiskFill,  # kind: diskfill, Kim et al.
     OltpVictim,  # kind: oltp, Xavier et al.
+    DetectKind,  # kind: detect, contend watch against injected antagonists
 )}
 MODELS = {name: k.model for name, k in KINDS.items()}
 

@@ -34,6 +34,10 @@ DIRECTION: dict[str, int] = {
     "triad_mb_s": HIGHER, "events_s": HIGHER, "mib_s": HIGHER, "iops": HIGHER, "lat_mean_us": LOWER,
     "seconds": LOWER,
     "jain": HIGHER, "cpu": DESCRIPTIVE, "mem_peak_mib": DESCRIPTIVE, "concurrency": DESCRIPTIVE,
+    # detect studies (kinds/detect/metrics.py): contend watch against a known answer
+    "detected": HIGHER, "first_right": HIGHER, "precision": HIGHER, "latency_s": LOWER, "latency_p50_s": LOWER,
+    "latency_p95_s": LOWER, "false_blames": LOWER, "false_per_h": LOWER, "watch_cpu_pct": LOWER,
+    "blames": DESCRIPTIVE, "correct_blames": DESCRIPTIVE,
 }
 
 # ratios whose direction is their benchmark's headline figure's (resource = the benchmark)

@@ -217,12 +217,14 @@ class TextTable:
     left: int = 1
 
 
-def rich_text_tables(tables: Iterable[TextTable], title: str) -> Group:
+def rich_text_tables(tables: Iterable[TextTable], title: str, compact: bool = False) -> Group:
+    """compact: no vertical rules (an 80-column terminal, a pipe)."""
     parts: list = []
     for t in tables:
-        tab = Table(title=f"{title}: {t.caption}", title_justify="left")
+        tab = Table(title=f"{title}: {t.caption}", title_justify="left",
+                    **({"box": box.SIMPLE_HEAD, "pad_edge": False} if compact else {}))
         for i, h in enumerate(t.heads):
-            tab.add_column(h, justify="left" if i < t.left else "right")
+            tab.add_column(h, justify="left" if i < t.left else "right", no_wrap=compact and i < t.left)
         for line in t.lines:
             tab.add_row(*line)
         parts.append(tab)

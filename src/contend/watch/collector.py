@@ -85,12 +85,14 @@ def busy_cpu_s() -> float | None:
 
 
 class WatchCollector:
-    def __init__(self, host: CgroupHost, disks: list[str] | None = None, ebpf: bool = True):
+    def __init__(self, host: CgroupHost, disks: list[str] | None = None, ebpf: bool = True,
+                 clock0: float | None = None):
         self.host = host
         self.disks = disks if disks is not None else whole_disks()
         self.watched: dict[str, Watched] = {}
         self.runq: RunqProbe | None = None
         self.problems: list[str] = []
+        self.probe_cpu_s = 0.0  # CPU-seconds bpftrace used once attached (its start aside), once closed
         if ebpf:
             self.runq = RunqProbe().start()
             self.problems += self.runq.problems
@@ -102,7 +104,7 @@ class WatchCollector:
         self._host_psi = host_psi()
         self._busy = busy_cpu_s()
         self._t = time.monotonic()
-        self.clock0 = self._t
+        self.clock0 = self._t if clock0 is None else clock0  # frames' t: seconds since then
 
     def set_targets(self, targets: dict[str, Resolved]) -> None:
         """The containers to watch now (rescanned by the caller); their unified cgroups found again."""
@@ -117,12 +119,7 @@ class WatchCollector:
 
     def _identify(self, w: Watched) -> Watched:
         """Its unified cgroup and eBPF id, found again (a container's first processes may come later)."""
-        own = self.host.tracking(w.relpath) if w.relpath.startswith(PREFIX + "/") else None
-        if own is not None and own.exists():  # contend's own container: its tracking cgroup, its processes
-            try:                               # mirrored there as its sampler does in a study
-                mirror(w.cgroup, own)
-            except OSError:
-                pass
+        own = self._mirror(w)
         if w.cgid and (self.host.mode == "v2" or own is not None):
             return w
         try:
@@ -134,15 +131,31 @@ class WatchCollector:
             return w
         return Watched(w.name, w.relpath, w.cgroup, u, cgid)
 
+    def _mirror(self, w: Watched) -> V2Cgroup | None:
+        """A container of contend's own: its tracking cgroup, its processes mirrored there as its sampler does
+        in a study (an exec'd load lands in the runtime's v1 cgroups only). None for any other container."""
+        own = self.host.tracking(w.relpath) if w.relpath.startswith(PREFIX + "/") else None
+        if own is not None and own.exists():
+            try:
+                mirror(w.cgroup, own)
+            except OSError:
+                pass
+        return own
+
     def close(self) -> None:
         if self.runq is not None:
+            self.probe_cpu_s = self.runq.cpu_seconds() - self.runq.start_cpu_s
             self.runq.stop()
+
 
     def collect(self) -> Frame:
         now = time.monotonic()
         dt = max(now - self._t, 1e-3)
         self._t = now
         self.watched = {n: w if w.cgid else self._identify(w) for n, w in self.watched.items()}
+        for w in self.watched.values():
+            if w.cgid and self.host.mode == "hybrid":
+                self._mirror(w)
         rq, pre = self.runq.take() if self.runq is not None else ({}, {})
         by_id = {w.cgid: n for n, w in self.watched.items() if w.cgid}
         containers: dict[str, dict[str, float]] = {}

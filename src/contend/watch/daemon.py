@@ -63,12 +63,13 @@ class WatchConfig:
 
 class Watcher:
     def __init__(self, cfg: WatchConfig, host: CgroupHost | None = None, events: Callable[[dict], None] | None = None,
-                 record: TextIO | None = None):
+                 record: TextIO | None = None, clock0: float | None = None):
         self.cfg = cfg
         self.host = host or detect()
         self.detector = Detector(**cfg.detector)
         self.metrics = WatchMetrics(cfg.metrics)
-        self.collector = WatchCollector(self.host, cfg.disks, cfg.ebpf)
+        self.collector = WatchCollector(self.host, cfg.disks, cfg.ebpf, clock0)
+        self.cpu_s = 0.0  # CPU-seconds its own loop used (its thread); bpftrace's: collector.probe_cpu_s
         self.on_event = events or (lambda e: None)
         self.record = record
         self.targets: dict[str, Resolved] = {}
@@ -113,6 +114,7 @@ class Watcher:
             after_step: Callable[["Watcher"], None] | None = None) -> None:
         stop = stop or threading.Event()
         end = None if duration is None else time.monotonic() + duration
+        cpu0 = time.thread_time()
         try:
             self.scan()
             self._last_scan = time.monotonic()
@@ -127,6 +129,7 @@ class Watcher:
                 if after_step is not None:
                     after_step(self)
         finally:
+            self.cpu_s += time.thread_time() - cpu0
             self.close()
 
     def close(self) -> None:

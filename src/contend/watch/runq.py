@@ -9,7 +9,9 @@ reads two small maps per period, never an event.
 from __future__ import annotations
 
 import json
+import os
 import threading
+from pathlib import Path
 
 from ..probes.ebpf import BpftraceProbes, Probe
 
@@ -35,6 +37,7 @@ class RunqProbe(BpftraceProbes):
         self._lock = threading.Lock()
         self._rq: dict[str, float] = {}
         self._pre: dict[tuple[str, str], float] = {}
+        self.start_cpu_s = 0.0  # what bpftrace spent starting (compiling, attaching): once, not per second
 
     def _read(self, probes: list[Probe], ready: threading.Event) -> None:
         assert self._proc and self._proc.stdout
@@ -45,6 +48,7 @@ class RunqProbe(BpftraceProbes):
                 continue
             if msg.get("type") == "attached_probes":
                 self.attached, self.tracepoints = ["runq"], {"runq": RUNQ.tracepoint}
+                self.start_cpu_s = self.cpu_seconds()
                 ready.set()
             elif msg.get("type") == "map" and isinstance(msg.get("data"), dict):
                 with self._lock:
@@ -64,6 +68,17 @@ class RunqProbe(BpftraceProbes):
             rq, pre = self._rq, self._pre
             self._rq, self._pre = {}, {}
         return {k: v * 1e-9 for k, v in rq.items()}, pre
+
+    def cpu_seconds(self) -> float:
+        """CPU-seconds bpftrace has used so far (user + system, its own process: the kernel-side programs run
+        in the traced tasks' context and are not in it)."""
+        if self._proc is None:
+            return 0.0
+        try:
+            f = Path(f"/proc/{self._proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return 0.0
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None

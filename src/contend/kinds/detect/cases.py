@@ -1,0 +1,75 @@
+"""What each case runs: every tenant's limits and load, and whether a known antagonist hurts the victim.
+
+Three tenants per trial: the victim (an abiding load from the start), a bystander (a light steady load, so a
+detector has someone else to blame wrongly), and noisy. In an antagonist case noisy's load starts at the
+trial's change time: the known answer is victim ← noisy via the case's resource. In a control case the change
+must produce no blame: noisy adds a load that fits beside the others (harmony), or the victim starts a load
+beyond its own CPU quota or memory limit (own-quota, own-memory), or nothing runs at all (idle).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...cgroups import Limits
+
+TENANTS = ("victim", "bystander", "noisy")
+Load = Callable[[float], list[str]]  # seconds → argv
+
+
+def stress_cpu(workers: int, load_pct: int = 100) -> Load:
+    return lambda s: ["stress-ng", "--cpu", str(workers), *(["--cpu-load", str(load_pct)] if load_pct < 100 else []),
+                      "--timeout", f"{math.ceil(s)}s"]
+
+
+def stress_vm(mbytes: int) -> Load:
+    return lambda s: ["stress-ng", "--vm", "1", "--vm-bytes", f"{mbytes}M", "--vm-keep", "--timeout",
+                      f"{math.ceil(s)}s"]
+
+
+def fio(tenant: str, *options: str) -> Load:
+    return lambda s: ["fio", f"--name={tenant}", f"--filename=/data/{tenant}.dat", f"--size={FILES[tenant]}",
+                      "--direct=1", *options, "--time_based", f"--runtime={math.ceil(s)}"]
+
+
+# each disk tenant's file, laid out before the watcher starts (a layout's buffered writes are nobody's charge)
+FILES = {"victim": "256M", "bystander": "64M", "noisy": "1G"}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    resource: str  # the antagonist's resource, or the one a control's change is on
+    antagonist: bool
+    at_start: dict[str, Load]  # loads from the trial's start to its end
+    at_change: dict[str, Load]  # loads from the change time, for the attack's length
+    limits: dict[str, Limits] = field(default_factory=dict)  # a tenant not named: no limit
+    files: tuple[str, ...] = ()
+
+    def tenant_limits(self) -> dict[str, Limits]:
+        return {t: self.limits.get(t, Limits()) for t in TENANTS}
+
+
+LIGHT = stress_cpu(1, 10)  # the bystander's steady load in the CPU cases
+
+CASES: dict[str, Case] = {c.name: c for c in (
+    # the victim wants both CPUs; noisy takes half of them
+    Case("cpu", "cpu", True, {"victim": stress_cpu(2), "bystander": LIGHT}, {"noisy": stress_cpu(2)}),
+    # the victim reads 4 KiB blocks one at a time; noisy writes 1 MiB blocks 32 deep
+    Case("disk", "disk", True,
+         {"victim": fio("victim", "--rw=randread", "--bs=4k", "--ioengine=psync"),
+          "bystander": fio("bystander", "--rw=randread", "--bs=4k", "--ioengine=psync", "--rate_iops=200")},
+         {"noisy": fio("noisy", "--rw=write", "--bs=1M", "--ioengine=libaio", "--iodepth=32")},
+         files=("victim", "bystander", "noisy")),
+    # everyone within the host's two CPUs: 1 + 0.3 + 0.3
+    Case("harmony", "cpu", False, {"victim": stress_cpu(1), "bystander": stress_cpu(1, 30)},
+         {"noisy": stress_cpu(1, 30)}),
+    # the victim's own quota holds it: it waits on the run queue, and nobody else is to blame
+    Case("own-quota", "cpu", False, {"bystander": LIGHT}, {"victim": stress_cpu(1)},
+         limits={"victim": Limits(cpu=0.5)}),
+    # the victim allocates twice its own memory limit: reclaim, OOM kills, its own doing
+    Case("own-memory", "memory", False, {"bystander": LIGHT}, {"victim": stress_vm(256)},
+         limits={"victim": Limits(memory=128 << 20)}),
+    Case("idle", "none", False, {}, {}),
+)}

@@ -1,0 +1,121 @@
+"""The report of a detect study: each trial judged against its known answer (metrics.py, pure), per runtime
+a table of the cases (terminal, detect-tables.md, report.html) and a timeline per trial (the victim's symptom,
+each tenant's use, the change and the verdicts)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from ...report.figures import Figure, plt, save
+from ...report.page import Written, failures, publish, write_page
+from ...report.table import TextTable, markdown_tables, rich_text_tables
+from ...store import Store
+from .cases import CASES
+from .metrics import Truth, cell_figures, trial_metrics
+
+VERDICTS = ("blame", "self", "unattributed", "cleared")
+COLUMNS = (("detected", "found"), ("first_right", "1st"), ("latency_p50_s", "p50 s"), ("latency_p95_s", "p95 s"),
+           ("precision", "prec."), ("false_blames", "false"), ("false_per_h", "per h"), ("watch_cpu_pct", "CPU %"))
+
+
+def verdicts(store: Store, trial_id: str) -> list[dict]:
+    return [json.loads(e["detail"]) for e in store.events(trial_id) if e["kind"] in VERDICTS]
+
+
+def judged(trial: dict, events: list[dict]) -> dict[str, float]:
+    """One stored trial's figures: its events against its case's answer, and what the watcher cost (% of one
+    CPU: its loop and bpftrace, over the time it watched)."""
+    p = trial["params"]
+    truth = Truth(CASES[trial["case_name"]].antagonist, trial["resource"], p["t_start"], p["t_end"], p["duration_s"])
+    out = trial_metrics(events, truth)
+    out["watch_cpu_pct"] = 100 * (p.get("watch_cpu_s", 0.0) + p.get("probe_cpu_s", 0.0)) / p["duration_s"]
+    return out
+
+
+def analyze(store: Store) -> tuple[list[dict], dict[str, list[dict]]]:
+    """Per-trial metrics into the store; the cell figures (precision, latency percentiles, false blames per
+    hour) as extra rows; each trial's events for its timeline."""
+    cells: dict[tuple, tuple[list, list]] = {}
+    events: dict[str, list[dict]] = {}
+    for t in store.trials("ok"):
+        ev = events[t["trial_id"]] = verdicts(store, t["trial_id"])
+        m = judged(t, ev)
+        store.set_trial_metrics(t["trial_id"], [("watch", k, v) for k, v in m.items()])
+        ms, hours = cells.setdefault((t["runtime"], t["scenario"], t["resource"]), ([], []))
+        ms.append(m)
+        hours.append(t["params"]["duration_s"] / 3600)
+    extra = [{"runtime": rt, "scenario": sc, "resource": res, "view": "watch", "metric": k, "value": v,
+              "ci_low": math.nan, "ci_high": math.nan, "n": len(ms)}
+             for (rt, sc, res), (ms, hours) in cells.items() for k, v in cell_figures(ms, hours).items()]
+    return extra, events
+
+
+def tables(rows: list[dict], failed: dict[tuple, str], runtimes: list[str], cases: list[str]) -> list[TextTable]:
+    cells = {(r["runtime"], r["scenario"], r["metric"]): r for r in rows if r["view"] == "watch"}
+    out = []
+    for rt in runtimes:
+        lines = []
+        for case in cases:
+            why = failed.get((rt, case, CASES[case].resource))
+            n = next((r["n"] for (a, b, _), r in cells.items() if (a, b) == (rt, case)), 0)
+            line = [case, str(n)]
+            for metric, _ in COLUMNS:
+                r = cells.get((rt, case, metric))
+                line.append(_fmt(metric, r) if r is not None else ("n/a" if why and not n else "-"))
+            lines.append(line)
+        notes = [f"{case}: {why}" for (r, case, _), why in failed.items() if r == rt]
+        out.append(TextTable(f"{rt}", ["case", "n", *(h for _, h in COLUMNS)], lines, notes))
+    return out
+
+
+def _fmt(metric: str, r: dict) -> str:
+    v = r["value"]
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if metric in ("detected", "first_right", "precision"):
+        return f"{v:.0%}"
+    return f"{v:.2f}" if metric != "false_blames" else f"{v:.1f}"
+
+
+def timeline(trial: dict, samples, events: list[dict]) -> Figure:
+    """The victim's symptom and each tenant's use over the trial, the change shaded, each verdict marked."""
+    case = CASES[trial["case_name"]]
+    use, symptom = {"cpu": ("cpu", "rq_delay"), "disk": ("io_bytes", "io_wait_ms"),
+                    "memory": ("mem", "mem_psi")}.get(case.resource, ("cpu", "rq_delay"))
+    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 4.2), sharex=True)
+    for tenant in ("victim", "bystander", "noisy"):
+        t, v = samples.series(tenant, "watch", use)
+        a.plot(t, v, label=tenant)
+    t, v = samples.series("victim", "watch", symptom)
+    b.plot(t, v, color="black", label=f"victim {symptom}")
+    p = trial["params"]
+    for ax in (a, b):
+        ax.axvspan(p["t_start"], p["t_end"], color="orange", alpha=0.15)
+    for e in events:
+        if e["event"] != "cleared":
+            b.axvline(e["t"], color="red" if e["event"] == "blame" else "grey", lw=0.8)
+            b.annotate(f"{e['victim']}←{e['culprit'] or '?'}" if e["event"] == "blame" else e["event"],
+                       (e["t"], 0), fontsize=6, rotation=90, va="bottom")
+    a.set_ylabel(use)
+    b.set_ylabel(symptom)
+    b.set_xlabel("s")
+    a.legend(fontsize=7)
+    a.set_title(f"{trial['runtime']} · {trial['case_name']} · rep {trial['repetition']}", fontsize=9)
+    return fig
+
+
+def refresh_detect(directory: Path, store: Store, title: str) -> Written:
+    from ...report.page import read_yaml
+    spec = read_yaml(directory / "spec.yaml")
+    extra, events = analyze(store)
+    rows = publish(directory, store, extra)
+    tabs = tables(rows, failures(store), spec.get("runtimes", []), spec.get("cases", []))
+    (directory / "detect-tables.md").write_text(markdown_tables(tabs, title))
+    figs = []
+    for t in store.trials("ok"):
+        f = timeline(t, store.samples(t["trial_id"]), events[t["trial_id"]])
+        figs.append({"title": t["trial_id"], "png": save(f, directory / "figures" / f"detect-{t['trial_id']}")})
+    out = write_page(directory, "detect.html.j2", figs, tables=tabs, timelines=figs,
+                     events=[e for e in store.events() if e["kind"] not in VERDICTS])
+    return Written(rows, out, rich_text_tables(tabs, title, compact=True))

@@ -1,0 +1,64 @@
+"""A detect study (`contend run` of a spec with kind: detect): every runtime × case × repetition, each trial
+committed to the store as it ends, then the accuracy report. Ctrl-C stops after cleaning up."""
+from __future__ import annotations
+
+import random
+
+from ...store import Store, TrialRecord
+from ...study import Study, facts_of_trial, need_space, unavailable
+from ...tenants import TrialResult
+from .cases import CASES
+from .cell import DetectCell
+from .report import refresh_detect
+from .spec import DetectStudy
+from .trial import run_detect_trial, trial_id
+
+SETUP_S = 6.0  # three containers up and down, files laid out
+
+
+class DetectKind(Study, kind="detect", model=DetectStudy, cell=DetectCell, title="detection",
+                 report=refresh_detect):
+    """A Study whose trials inject a known antagonist (or a control's change) under contend watch."""
+
+    spec: DetectStudy
+
+    def plan(self) -> list[tuple[str, str, int]]:
+        return [(rt, case, r) for r in range(1, self.spec.repetitions + 1) for rt in self.spec.runtimes
+                for case in self.spec.cases]
+
+    def ident(self, item: tuple[str, str, int]) -> str:
+        return trial_id(*item)
+
+    def runtime_of(self, item: tuple[str, str, int]) -> str:
+        return item[0]
+
+    def change_at(self, item: tuple[str, str, int]) -> float:
+        """When a trial's change starts: drawn from the spec's seed and the trial's id, so a resumed or fanned-out
+        trial starts it at the same time."""
+        tr = self.spec.trial
+        return random.Random(f"{self.spec.seed}/{self.ident(item)}").uniform(tr.baseline_s,
+                                                                              tr.baseline_s + tr.jitter_s)
+
+    def preflight(self) -> None:
+        if "disk" in self.spec.cases:
+            need_space(2 << 30, "the disk case lays out 1.3 GiB of files")
+
+    def execute(self, store: Store, host_facts: dict) -> None:
+        tr, items = self.spec.trial, self.plan()
+        runnable = {r["name"]: r for r in host_facts["runtimes"]}
+        cost = [tr.baseline_s + tr.jitter_s / 2 + tr.attack_s + tr.tail_s + SETUP_S for _ in items]
+        self.run_each(
+            store, items, cost,
+            f"[bold]{self.spec.name}[/bold]: {len(items)} trials ({', '.join(self.spec.runtimes)} × "
+            f"{', '.join(self.spec.cases)} × {self.spec.repetitions} rep) under contend watch",
+            lambda it: f"{it[0]} {it[1]} r{it[2]}",
+            lambda it, advance: self._one(it, runnable, host_facts))
+
+    def _one(self, item: tuple[str, str, int], runnable: dict, host_facts: dict) -> TrialResult:
+        rt, case, rep = item
+        why = unavailable(rt, runnable)
+        if why:
+            return TrialResult(TrialRecord(self.ident(item), rt, rep, DetectCell(case, CASES[case].resource, {}),
+                                           status="n/a", reason=why))
+        return run_detect_trial(self.spec, rt, case, rep, self.change_at(item),
+                                facts_of_trial(host_facts, runnable.get(rt)))

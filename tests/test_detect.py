@@ -1,0 +1,77 @@
+"""kind: detect: contend watch judged against a known answer. The judging is pure (tested on events with known
+answers); a small study runs end to end with real containers, stress-ng and the watcher."""
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+
+from contend.kinds.detect.metrics import Truth, cell_figures, trial_metrics
+
+from .conftest import contend, needs_root, one_line_exit_2
+
+
+def blame(t, victim="victim", culprit="noisy", resource="cpu", event="blame"):
+    return {"t": t, "event": event, "victim": victim, "resource": resource, "culprit": culprit}
+
+
+ATTACK = Truth(True, "cpu", 10.0, 18.0, 22.0)
+
+
+def test_a_right_first_blame_is_found_ranked_first_with_its_latency():
+    m = trial_metrics([blame(11.2), blame(11.5, victim="bystander"), blame(15.0, event="cleared")], ATTACK)
+    assert m == {"detected": 1.0, "first_right": 1.0, "latency_s": pytest.approx(1.2), "blames": 2.0,
+                 "correct_blames": 2.0, "false_blames": 0.0}  # noisy hurting the bystander is right too
+
+
+def test_a_wrong_first_blame_is_found_but_not_ranked_first_and_counts_as_false():
+    m = trial_metrics([blame(10.5, culprit="bystander"), blame(12.0)], ATTACK)
+    assert (m["detected"], m["first_right"], m["latency_s"], m["false_blames"]) == (1.0, 0.0, 2.0, 1.0)
+
+
+def test_a_blame_before_the_antagonist_or_on_another_resource_is_false_and_finds_nothing():
+    m = trial_metrics([blame(9.0), blame(12.0, resource="disk"), blame(13.0, event="self", culprit="victim")],
+                      ATTACK)
+    assert m["detected"] == 0.0 and math.isnan(m["latency_s"]) and m["false_blames"] == 2.0
+
+
+def test_every_blame_in_a_control_trial_is_false_and_counted_per_hour():
+    control = Truth(False, "cpu", 10.0, 18.0, 1800.0)
+    trials = [trial_metrics([blame(12.0, culprit="bystander")], control), trial_metrics([], control)]
+    assert [t["false_blames"] for t in trials] == [1.0, 0.0]
+    assert cell_figures(trials, [0.5, 0.5]) == {"false_per_h": 1.0}
+
+
+def test_a_cells_precision_is_over_all_its_blames_and_latency_percentiles_over_found_trials():
+    trials = [trial_metrics(ev, ATTACK) for ev in ([blame(11.0)], [blame(12.0), blame(12.5, culprit="bystander")],
+                                                   [blame(14.0)], [])]
+    f = cell_figures(trials, [0.01] * 4)
+    assert f["precision"] == pytest.approx(3 / 4)
+    assert f["latency_p50_s"] == pytest.approx(2.0) and f["latency_p95_s"] == pytest.approx(3.8)
+
+
+def test_bad_detect_specs_are_one_line_and_exit_2(tmp_path):
+    spec = tmp_path / "d.yaml"
+    spec.write_text("kind: detect\nname: d\nruntimes: [runc]\ncases: [cpu, network]\n")
+    one_line_exit_2(contend("run", str(spec), "--dry-run"), "cases")
+    spec.write_text("kind: detect\nname: d\nruntimes: [runc]\ncases: [cpu]\ntrial: {baseline_s: 1}\n")
+    one_line_exit_2(contend("run", str(spec), "--dry-run"), "baseline_s")
+
+
+@needs_root
+def test_a_detect_study_end_to_end_names_the_cpu_antagonist_and_blames_nobody_in_a_control(tmp_path):
+    spec = tmp_path / "detect.yaml"
+    spec.write_text("kind: detect\nname: tiny-detect\nruntimes: [runc]\ncases: [cpu, own-quota]\nrepetitions: 1\n"
+                    "trial: {baseline_s: 4, jitter_s: 1, attack_s: 4, tail_s: 1, period_s: 0.5}\n")
+    out = tmp_path / "out"
+    p = contend("run", str(spec), "--out", str(out), timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rows = {(r["scenario"], r["metric"]): r for r in csv.DictReader(open(out / "metrics.csv"))}
+    assert float(rows[("cpu", "detected")]["value"]) == 1.0, rows
+    assert float(rows[("cpu", "first_right")]["value"]) == 1.0
+    assert float(rows[("cpu", "latency_s")]["value"]) <= 2.0
+    assert float(rows[("own-quota", "false_blames")]["value"]) == 0.0
+    assert 0 < float(rows[("cpu", "watch_cpu_pct")]["value"]) < 50
+    assert "found" in p.stdout and (out / "detect-tables.md").exists() and (out / "report.html").exists()
+    assert list((out / "figures").glob("detect-runc.cpu.r1.png"))
