@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -190,3 +191,36 @@ def test_real_v2_sigkilled_guard_leaves_io_max_that_clean_removes(cg):
     kill_guard_with_caps(cg, DISK)
     clean()
     assert not cg.exists() or not (cg.io_limits().get(DISK) and cg.io_limits()[DISK].wbps)
+
+
+def test_real_v2_watch_blames_a_cpu_antagonist_from_psi_and_ebpf():
+    """contend watch on v2: each container's own cgroup is its unified one (PSI, eBPF id, cpu.max)."""
+    from contend.watch.daemon import WatchConfig, Watcher
+    run = f"contend/wv2-{uuid.uuid4().hex[:6]}"
+    victim, noisy = V2Cgroup(f"{run}-victim", HOST.unified), V2Cgroup(f"{run}-noisy", HOST.unified)
+    for g in (victim, noisy):
+        g.create()
+    spin = ["sh", "-c", "while :; do :; done"]
+    procs = [start_in(victim, spin), start_in(victim, spin)]
+    events, frames = [], []
+    w = Watcher(WatchConfig([f"cgroup:{run}-*"], period=0.5, metrics="off"), HOST, events=events.append)
+    stop = threading.Event()
+    th = threading.Thread(target=w.run, args=(stop,), kwargs={"after_step": lambda x: frames.append(x.last)})
+    th.start()
+    try:
+        time.sleep(5)
+        procs += [start_in(noisy, spin), start_in(noisy, spin)]
+        time.sleep(5)
+    finally:
+        stop.set()
+        th.join(timeout=30)
+        for p in procs:
+            p.kill()
+            p.wait()
+        for g in (victim, noisy):
+            g.remove()
+    v = victim.relpath
+    assert all(f.get(v, "cpu_psi") >= 0 for f in frames[1:]), "PSI of the container's own cgroup"
+    blames = [(e["victim"], e["culprit"]) for e in events if e["event"] == "blame" and e["resource"] == "cpu"]
+    assert (v, noisy.relpath) in blames, (events, w.problems)
+    assert not [b for b in blames if b[1] == v], events

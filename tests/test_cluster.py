@@ -105,6 +105,24 @@ def test_the_validators_are_strict(tmp_path):
     assert p.returncode == 1 and "broken.yaml: document 1 (RuntimeClass runc): (top): 'handler'" in p.stderr
 
 
+def test_the_watch_daemonset_reads_every_pod_unprivileged_and_serves_metrics(tmp_path):
+    p = contend("cluster", "render-watch", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert validate_dir(tmp_path) == (3, [])
+    (ds,) = docs(tmp_path, "watch-daemonset.yaml")
+    pod = ds["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["command"][:3] == ["contend", "watch", "--json"] and "--no-ebpf" in c["command"]
+    assert "cgroup:kubepods*/*/*pod[0-9a-f]*" in c["command"] and "0.0.0.0:9733" in c["command"]
+    assert c["securityContext"]["privileged"] is False and c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert [m.get("readOnly") for m in c["volumeMounts"] if m["mountPath"] == "/sys/fs/cgroup"] == [True]
+    assert pod["automountServiceAccountToken"] is False
+    (svc,) = docs(tmp_path, "watch-service.yaml")
+    assert svc["spec"]["ports"][0]["port"] == 9733 and svc["spec"]["selector"] == ds["spec"]["selector"]["matchLabels"]
+    one_line_exit_2(contend("cluster", "render-watch", "--out", str(tmp_path / "2"), "-t", "docker:web"),
+                    "cgroup:PATH")
+
+
 def test_the_guard_daemonset_protects_every_pod_and_serves_metrics(tmp_path):
     p = contend("cluster", "render-guard", "--out", str(tmp_path), "--capacity", "259:0=2G")
     assert p.returncode == 0, p.stdout + p.stderr

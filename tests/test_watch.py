@@ -174,11 +174,12 @@ def test_watch_records_and_replay_gives_the_same_events(boxes, tmp_path):
     require("stress-ng")
     victim, noisy = boxes("victim"), boxes("noisy")
     rec = tmp_path / "rec.jsonl"
-    victim.run("stress-ng", "--cpu", "2", "--timeout", "12")
-    later = threading.Timer(5, lambda: noisy.run("stress-ng", "--cpu", "2", "--timeout", "5"))
+    victim.run("stress-ng", "--cpu", "2", "--timeout", "16")
+    # noisy once the watcher has its baseline: its start (python, bpftrace attaching) takes a few seconds
+    later = threading.Timer(8, lambda: noisy.run("stress-ng", "--cpu", "2", "--timeout", "5"))
     later.start()
     try:
-        p = contend("watch", "-t", f"cgroup:contend/{boxes.run}-*", "--duration", "10", "--json",
+        p = contend("watch", "-t", f"cgroup:contend/{boxes.run}-*", "--duration", "13", "--json",
                     "--metrics", "off", "--record", str(rec))
     finally:
         later.join()

@@ -151,10 +151,10 @@ def test_frames_round_trip_through_json_without_nan():
 
 
 def test_a_moderate_symptom_needs_a_second_frame_a_strong_one_does_not():
-    moderate = series(20, CALM_CPU, {"victim": {"rq_delay": 0.07}, "noisy": {"cpu": 1.0}},
+    moderate = series(20, CALM_CPU, {"victim": {"rq_delay": 0.15}, "noisy": {"cpu": 1.0}},
                       preempt={"victim": {"noisy": 50.0}})
     assert [e["t"] for e in run(moderate)] == [12.0]
-    strong = series(20, CALM_CPU, {"victim": {"rq_delay": 0.3}, "noisy": {"cpu": 1.0}},
+    strong = series(20, CALM_CPU, {"victim": {"rq_delay": 0.4}, "noisy": {"cpu": 1.0}},
                     preempt={"victim": {"noisy": 50.0}})
     assert [e["t"] for e in run(strong)] == [11.0]
 
@@ -166,3 +166,11 @@ def test_an_oom_kill_is_a_symptom_at_once_its_own_at_its_limit_a_neighbours_with
     calm = {"victim": {"mem": 600 * MiB, "mem_psi": 0.0}, "noisy": {"mem": 10 * MiB}}
     host_oom = series(20, calm, {"victim": {"oom_kill": 1.0, "mem": 20 * MiB}, "noisy": {"mem": 20000 * MiB}})
     assert blames(run(host_oom)) == [("victim", "memory", "blame", "noisy")]
+
+
+def test_a_newcomer_whose_own_use_rose_most_waits_for_the_others_its_own_doing():
+    """noisy starts 2 workers beside a victim's 2: noisy waits too, but the victim's use did not rise."""
+    fs = series(20, CALM_CPU, {"noisy": {"cpu": 1.0, "rq_delay": 1.0}, "victim": {"cpu": 1.0, "rq_delay": 1.0}},
+                preempt={"noisy": {"victim": 200.0, HOST: 20.0}, "victim": {"noisy": 200.0}},
+                host_calm={"cpu_other": 0.05}, host_hurt={"cpu_other": 0.3})
+    assert sorted(blames(run(fs))) == [("noisy", "cpu", "self", "noisy"), ("victim", "cpu", "blame", "noisy")]

@@ -710,6 +710,32 @@ def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Dire
                   f"(Service contend-guard-metrics, port name metrics)", highlight=False)
 
 
+@cluster_app.command("render-watch")
+def cluster_render_watch(out: Path = typer.Option(..., "--out", "-o", help="Directory for the manifests."),
+                         target: list[str] = typer.Option([], "--target", "-t", metavar="SELECTOR",
+                                                          help="What to watch (repeatable): cgroup:PATH or a glob; "
+                                                               "default: every pod of the node."),
+                         image: Optional[str] = typer.Option(None, help=IMAGE_HELP + " Default contend:VERSION."),
+                         namespace: str = typer.Option("kube-system", help="Namespace of the DaemonSet."),
+                         node_label: str = typer.Option("", metavar="KEY=VALUE",
+                                                        help="Only nodes with this label (default: every node).")):
+    """A DaemonSet that runs `contend watch` on every node but the control plane's: its verdicts as JSON lines in
+    each pod's log, Prometheus on port 9733 (a headless Service names it), a NetworkPolicy that lets only metrics
+    in. Unprivileged and read-only like the guard, so without eBPF: on cgroup v2 nodes the CPU symptom is each
+    pod's CPU pressure (docs/watch.md). Checked against the pinned schemas."""
+    from .cluster.render import WATCH_PORT, WATCH_TARGETS, watch_manifests
+    from .watch.daemon import check_targets
+    try:
+        targets = tuple(check_targets(target)) or WATCH_TARGETS
+    except ValueError as e:
+        fail(str(e))
+    if any(t.startswith(("docker:", "podman:", "contend")) for t in targets):
+        fail("--target: on a Kubernetes node use cgroup:PATH or a cgroup glob")
+    _write_valid(out, watch_manifests(_options(image, namespace, node_label), targets))
+    console.print(f"next: kubectl apply -f {out}; verdicts in each pod's log (kubectl logs -n {namespace} "
+                  f"ds/contend-watch), metrics on port {WATCH_PORT} (Service contend-watch-metrics)", highlight=False)
+
+
 @cluster_app.command("validate")
 def cluster_validate(directory: Path = typer.Argument(..., metavar="DIR", help="Rendered manifests (*.yaml).")):
     """Check every manifest in DIR against Kubernetes 1.28's schema and Argo Workflows v3.5.0's, strictly

@@ -182,21 +182,47 @@ GUARD_SECURITY = {"privileged": False, "allowPrivilegeEscalation": False, "readO
 def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
     """A DaemonSet of `contend guard` on every node (or those with the node label), its config in a
     ConfigMap, and a Service that names the metrics port (what a ServiceMonitor selects)."""
-    labels = {"app.kubernetes.io/name": "contend-guard", "app.kubernetes.io/version": __version__}
+    return node_daemon("guard", ["contend", "guard", "--config", f"{SPEC_MOUNT}/guard.yaml"], METRICS_PORT, opt,
+                       GUARD_HOST_PATHS, config={"guard.yaml": yaml.safe_dump(config, sort_keys=False)},
+                       grace_s=30)  # the guard removes every cap on SIGTERM: the grace period gives it time to
+
+
+WATCH_PORT = 9733
+# a pod of Kubernetes' either cgroup driver (as the guard's); the watch reads, so its cgroup mount is read-only
+WATCH_TARGETS = ("cgroup:kubepods*/*pod[0-9a-f]*", "cgroup:kubepods*/*/*pod[0-9a-f]*")
+
+
+def watch_manifests(opt: Options, targets: tuple[str, ...] = WATCH_TARGETS) -> dict[str, list[dict]]:
+    """A DaemonSet of `contend watch` on every node (or those with the node label): verdicts as JSON lines in
+    the pod's log, Prometheus on its port. Unprivileged like the guard, so without eBPF: the CPU symptom is the
+    pod's CPU pressure (PSI, cgroup v2 nodes), not its run-queue delay."""
+    command = ["contend", "watch", "--json", "--no-ebpf", "--metrics", f"0.0.0.0:{WATCH_PORT}"]
+    for t in targets:
+        command += ["-t", t]
+    return node_daemon("watch", command, WATCH_PORT, opt, ("cgroup",), read_only={"cgroup"}, grace_s=10)
+
+
+def node_daemon(app: str, command: list[str], port: int, opt: Options, host_paths: tuple[str, ...],
+                config: dict[str, str] | None = None, read_only: set[str] = frozenset(),
+                grace_s: int = 30) -> dict[str, list[dict]]:
+    """A contend daemon on every node but the control plane's: its DaemonSet (unprivileged, no token), its
+    config in a ConfigMap if it has one, a NetworkPolicy that lets only its metrics in, a Service naming the
+    metrics port."""
+    name = f"contend-{app}"
+    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/version": __version__}
     ns = opt.namespace
-    mounts = [{"name": "config", "mountPath": SPEC_MOUNT, "readOnly": True}, *host_mounts(GUARD_HOST_PATHS)]
-    volumes = [{"name": "config", "configMap": {"name": "contend-guard"}}, *host_volumes(GUARD_HOST_PATHS)]
+    mounts = [*([{"name": "config", "mountPath": SPEC_MOUNT, "readOnly": True}] if config else []),
+              *({**m, "readOnly": True} if m["name"] in read_only else m for m in host_mounts(host_paths))]
+    volumes = [*([{"name": "config", "configMap": {"name": name}}] if config else []), *host_volumes(host_paths)]
     pod: dict = {
-        # the guard removes every cap on SIGTERM; the grace period gives it time to
-        "terminationGracePeriodSeconds": 30,
-        # no tolerations: a tainted node (the control plane's) is not the guard's; nor one labelled so
+        "terminationGracePeriodSeconds": grace_s,
+        # no tolerations: a tainted node (the control plane's) is not the daemon's; nor one labelled so
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": CONTROL_PLANE, "operator": "DoesNotExist"}]}]}}},
         "automountServiceAccountToken": False,  # it never talks to the API server
         "containers": [{
-            "name": "guard", "image": opt.image,
-            "command": ["contend", "guard", "--config", f"{SPEC_MOUNT}/guard.yaml"],
-            "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+            "name": app, "image": opt.image, "command": command,
+            "ports": [{"name": "metrics", "containerPort": port, "protocol": "TCP"}],
             "readinessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 10},
             "securityContext": GUARD_SECURITY, "volumeMounts": mounts,
             "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}}],
@@ -205,29 +231,25 @@ def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
     if opt.node_label:
         key, value = _node_label(opt)
         pod["nodeSelector"] = {key: value}
+    meta = {"name": name, "namespace": ns, "labels": labels}
+    out = {f"{app}-configmap.yaml": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": config}]
+           } if config else {}
     return {
-        "guard-configmap.yaml": [{"apiVersion": "v1", "kind": "ConfigMap",
-                                  "metadata": {"name": "contend-guard", "namespace": ns, "labels": labels},
-                                  "data": {"guard.yaml": yaml.safe_dump(config, sort_keys=False)}}],
-        "guard-daemonset.yaml": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
-                                  "metadata": {"name": "contend-guard", "namespace": ns, "labels": labels},
-                                  "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "contend-guard"}},
-                                           "updateStrategy": {"type": "RollingUpdate"},
-                                           "template": {"metadata": {"labels": labels}, "spec": pod}}}],
-        # metrics in, nothing out: the guard reads and writes files of its node only
-        "guard-networkpolicy.yaml": [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                                      "metadata": {"name": "contend-guard", "namespace": ns, "labels": labels},
-                                      "spec": {"podSelector": {"matchLabels": {
-                                          "app.kubernetes.io/name": "contend-guard"}},
-                                               "policyTypes": ["Ingress", "Egress"],
-                                               "ingress": [{"ports": [{"protocol": "TCP", "port": METRICS_PORT}]}],
-                                               "egress": []}}],
-        "guard-service.yaml": [{"apiVersion": "v1", "kind": "Service",
-                                "metadata": {"name": "contend-guard-metrics", "namespace": ns, "labels": labels},
-                                "spec": {"clusterIP": "None",
-                                         "selector": {"app.kubernetes.io/name": "contend-guard"},
-                                         "ports": [{"name": "metrics", "port": METRICS_PORT,
-                                                    "targetPort": "metrics"}]}}],
+        **out,
+        f"{app}-daemonset.yaml": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta,
+                                   "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+                                            "updateStrategy": {"type": "RollingUpdate"},
+                                            "template": {"metadata": {"labels": labels}, "spec": pod}}}],
+        # metrics in, nothing out: the daemon reads (and the guard writes) files of its node only
+        f"{app}-networkpolicy.yaml": [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta,
+                                       "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": name}},
+                                                "policyTypes": ["Ingress", "Egress"],
+                                                "ingress": [{"ports": [{"protocol": "TCP", "port": port}]}],
+                                                "egress": []}}],
+        f"{app}-service.yaml": [{"apiVersion": "v1", "kind": "Service",
+                                 "metadata": {**meta, "name": f"{name}-metrics"},
+                                 "spec": {"clusterIP": "None", "selector": {"app.kubernetes.io/name": name},
+                                          "ports": [{"name": "metrics", "port": port, "targetPort": "metrics"}]}}],
     }
 
 

@@ -52,6 +52,17 @@ def unified_of(host: CgroupHost, cg: Cgroup, relpath: str) -> V2Cgroup | None:
     return V2Cgroup(path, host.unified) if path else None
 
 
+def descendant_ids(d: Path) -> tuple[str, ...]:
+    """The inodes (bpftrace's `cgroup` ids) of a unified cgroup and every cgroup below it."""
+    out = []
+    for root, _dirs, _files in os.walk(d):
+        try:
+            out.append(str(os.stat(root).st_ino))
+        except OSError:
+            continue
+    return tuple(out)
+
+
 @dataclass
 class Watched:
     name: str
@@ -59,6 +70,7 @@ class Watched:
     cgroup: Cgroup
     unified: V2Cgroup | None
     cgid: str  # the unified cgroup's inode: bpftrace's `cgroup` ("" without one)
+    ids: tuple[str, ...] = ()  # its inode and its descendants' (lxc runs a container's tasks in a child cgroup)
 
 
 def psi_totals(pressure: dict[str, float]) -> dict[str, float]:
@@ -120,8 +132,8 @@ class WatchCollector:
     def _identify(self, w: Watched) -> Watched:
         """Its unified cgroup and eBPF id, found again (a container's first processes may come later)."""
         own = self._mirror(w)
-        if w.cgid and (self.host.mode == "v2" or own is not None):
-            return w
+        if w.cgid and (self.host.mode == "v2" or own is not None) and w.unified is not None:
+            return Watched(w.name, w.relpath, w.cgroup, w.unified, w.cgid, descendant_ids(w.unified.dir))
         try:
             u = own if own is not None and own.exists() else unified_of(self.host, w.cgroup, w.relpath)
             cgid = str(u.inode()) if u is not None and u.exists() else ""
@@ -129,7 +141,7 @@ class WatchCollector:
             u, cgid = None, ""
         if not cgid:  # no process inside now (between two loads): it keeps the one it had
             return w
-        return Watched(w.name, w.relpath, w.cgroup, u, cgid)
+        return Watched(w.name, w.relpath, w.cgroup, u, cgid, descendant_ids(u.dir) if u is not None else (cgid,))
 
     def _mirror(self, w: Watched) -> V2Cgroup | None:
         """A container of contend's own: its tracking cgroup, its processes mirrored there as its sampler does
@@ -157,11 +169,12 @@ class WatchCollector:
             if w.cgid and self.host.mode == "hybrid":
                 self._mirror(w)
         rq, pre = self.runq.take() if self.runq is not None else ({}, {})
-        by_id = {w.cgid: n for n, w in self.watched.items() if w.cgid}
+        by_id = {i: n for n, w in self.watched.items() for i in w.ids}
         containers: dict[str, dict[str, float]] = {}
         for name, w in self.watched.items():
             try:
-                sig = self._container(name, w, now, rq.get(w.cgid) if self.runq is not None and w.cgid else None)
+                waited = sum(rq.get(i, 0.0) for i in w.ids) if self.runq is not None and w.ids else None
+                sig = self._container(name, w, now, waited)
             except OSError:
                 continue  # gone between scan and now
             if sig is not None:
@@ -195,8 +208,7 @@ class WatchCollector:
             "cpu": max(0, st.cpu_usage_ns - p.cpu_usage_ns) * 1e-9 / dt,
             "cpu_quota": quota if quota is not None else math.nan,
             "throttled": (st.nr_throttled - p.nr_throttled) / periods if periods > 0 else 0.0,
-            "rq_delay": waited / dt if waited is not None else (0.0 if self.runq is not None and w.cgid
-                                                                 else math.nan),
+            "rq_delay": waited / dt if waited is not None else math.nan,
             "mem": float(st.memory_current),
             "mem_limit": float(mem_limit) if mem_limit is not None else math.nan,
             "mem_max": max(0, st.memory_events.get("max", 0) - p.memory_events.get("max", 0)) / dt,

@@ -12,7 +12,8 @@ is twice that high (an OOM kill is a symptom by itself). Then, in order:
 2. the suspects: every container whose use rose above its own baseline at least by the resource's `use_floor`
    (on CPU also `host`, the CPU used outside every watched container; on disk also `writeback`, the writes no
    container was charged for), ranked by how often each took the victim's CPU (eBPF preemptions) or else by
-   how far its use rose; the victim itself is a suspect of its own (its own load rising: `self`);
+   how far its use rose; the victim itself is a suspect of its own: its own use rising more than anyone
+   else's is `self` (a container that starts working on a busy host waits for the others);
 3. none rose: `unattributed` (a symptom nobody here explains).
 A verdict lasts while the symptom does, and ends after `clear_after` frames without it.
 """
@@ -42,7 +43,7 @@ class Rule:
 
 
 RULES = {
-    "cpu": Rule((("rq_delay", 0.05), ("cpu_psi", 0.05)), 0.5, "cpu", 0.15),
+    "cpu": Rule((("rq_delay", 0.1), ("cpu_psi", 0.1)), 0.5, "cpu", 0.15),
     "memory": Rule((("mem_psi", 0.02), ("majfault", 50.0)), 0.5, "mem", float(64 << 20), ("oom_kill",)),
     "disk": Rule((("io_wait_ms", 1.0), ("disk_latency_ms", 1.0)), 1.0, "io_bytes", 5e6),
 }
@@ -158,9 +159,10 @@ class Detector:
         for s in sorted(eligible, key=lambda s: -rises[s])[:3]:
             ev[f"rise:{s}"] = rises[s]
         total = sum(score.values())
-        if total <= 0 and victim in eligible:  # nobody else rose, its own use did
-            return Verdict(victim, res, "self", victim, 1.0, f.t, f"{sig} {value:.3g}: its own {rule.use} rose",
-                           [(victim, 1.0)], ev)
+        # its own use rose, and more than anyone else's (nobody else's, or it arrived on a busy host): its doing
+        if victim in eligible and (total <= 0 or rises[victim] >= max(rises[s] for s in eligible)):
+            return Verdict(victim, res, "self", victim, 1.0, f.t, f"{sig} {value:.3g}: its own {rule.use} rose "
+                           "most", [(victim, 1.0)], ev)
         if total <= 0:
             return Verdict(victim, res, "unattributed", "", 0.0, f.t,
                            f"{sig} {value:.3g} above its baseline {med:.3g}, and no neighbour's {rule.use} rose",

@@ -58,7 +58,8 @@ class DetectKind(Study, kind="detect", model=DetectStudy, cell=DetectCell, title
         rt, case, rep = item
         why = unavailable(rt, runnable)
         if why:
-            return TrialResult(TrialRecord(self.ident(item), rt, rep, DetectCell(case, CASES[case].resource, {}),
-                                           status="n/a", reason=why))
+            return TrialResult(TrialRecord(trial_id=self.ident(item), runtime=rt, repetition=rep,
+                                           cell=DetectCell(case, CASES[case].resource, {}), status="n/a",
+                                           reason=why))
         return run_detect_trial(self.spec, rt, case, rep, self.change_at(item),
                                 facts_of_trial(host_facts, runnable.get(rt)))

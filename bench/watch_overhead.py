@@ -1,0 +1,109 @@
+"""What does contend watch cost: its own CPU at 1 s periods with 20 containers watched, and what it takes from
+the workloads it watches.
+
+One runc container runs a CPU benchmark (stress-ng matrixprod on every CPU) and a disk benchmark (fio 4k random
+reads, direct I/O, iodepth 32) for `--seconds` per run, with no watcher and with `contend watch` (eBPF on)
+watching it and 19 more cgroups (each with a sleeping process), interleaved A/B `--rounds` times (side by side in
+one run, never against a number from another day). Prints each setting's median, the ratio watch/none per
+workload, and the watcher's own CPU (its loop's thread and bpftrace's process, after attaching) in % of one CPU.
+
+    sudo .venv/bin/python bench/watch_overhead.py [--seconds 10] [--rounds 5] [--containers 20]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import threading
+import uuid
+
+from benchkit import bogo_rate, fio_iops, runc_container
+from contend.cgroups import PREFIX, detect
+from contend.watch.daemon import WatchConfig, Watcher
+
+SETTINGS = ("none", "watch")
+
+
+def cpu_work(rt, c, seconds: float) -> float:
+    return bogo_rate(rt, c, ["--cpu", str(os.cpu_count()), "--cpu-method", "matrixprod"], seconds)
+
+
+def disk_work(rt, c, seconds: float) -> float:
+    return fio_iops(rt, c, seconds, "--size=512M", "--ioengine=libaio", "--iodepth=32")
+
+
+WORKLOADS = {"cpu (bogo ops/s)": cpu_work, "fio 4k randread (IOPS)": disk_work}
+
+
+class Sleepers:
+    """n cgroups of contend's (and their unified mirrors), a sleeping process in each: containers to watch."""
+
+    def __init__(self, n: int):
+        self.host = detect()
+        self.run = f"wbench-{uuid.uuid4().hex[:6]}"
+        self.groups, self.procs = [], []
+        for i in range(n):
+            rel = f"{PREFIX}/{self.run}-{i}"
+            gs = [self.host.cgroup(rel)] + ([self.host.tracking(rel)] if self.host.mode == "hybrid" else [])
+            for g in gs:
+                g.create()
+            self.groups += gs
+            self.procs.append(subprocess.Popen(["sleep", "3600"], preexec_fn=lambda gs=gs: [
+                g.add_pid(os.getpid()) for g in gs]))
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        for g in self.groups:
+            g.remove()
+
+
+def one(rt, c, setting: str, work, seconds: float, selectors: list[str], cost: list[float]) -> float:
+    if setting == "none":
+        return work(rt, c, seconds)
+    w = Watcher(WatchConfig(selectors, period=1.0, metrics="off"))
+    stop = threading.Event()
+    th = threading.Thread(target=w.run, args=(stop,))
+    th.start()
+    try:
+        return work(rt, c, seconds)
+    finally:
+        stop.set()
+        th.join()
+        cost.append(100 * (w.cpu_s + w.collector.probe_cpu_s) / max(w.frames, 1))  # % of one CPU, per 1 s frame
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--containers", type=int, default=20)
+    args = ap.parse_args()
+    results = {(w, s): [] for w in WORKLOADS for s in SETTINGS}
+    cost: list[float] = []
+    sleepers = Sleepers(args.containers - 1)
+    try:
+        with runc_container() as (rt, c):
+            selectors = [f"cgroup:{c.cgroup.relpath}", f"cgroup:{PREFIX}/{sleepers.run}-*"]
+            for r in range(args.rounds):
+                for w, work in WORKLOADS.items():
+                    order = SETTINGS if r % 2 == 0 else SETTINGS[::-1]  # A/B, then B/A: no order bias
+                    for s in order:
+                        results[(w, s)].append(one(rt, c, s, work, args.seconds, selectors, cost))
+                        print(f"round {r + 1} {w:24s} {s:5s} {results[(w, s)][-1]:10.1f}", flush=True)
+    finally:
+        sleepers.close()
+    print(f"\nmedian of {args.rounds} interleaved rounds, {args.seconds:g} s each, one runc container loaded and "
+          f"{args.containers} watched:")
+    for w in WORKLOADS:
+        none, watched = (statistics.median(results[(w, s)]) for s in SETTINGS)
+        print(f"  {w:24s} none {none:10.1f}   watched {watched:10.1f}   ratio {watched / none:.3f}"
+              f"   overhead {100 * (1 - watched / none):+.1f} %")
+    print(f"  the watcher's own CPU (its loop and bpftrace), median of {len(cost)} runs: "
+          f"{statistics.median(cost):.2f} % of one CPU (max {max(cost):.2f} %)")
+
+
+if __name__ == "__main__":
+    main()
