@@ -107,7 +107,8 @@ class Watcher:
         events = self.detector.step(f)
         for e in events:
             self.on_event(e)
-        self.metrics.update(f, self.detector.verdicts())
+        if self.metrics.server is not None:
+            self.metrics.update(f, self.detector.verdicts())
         return events
 
     def run(self, stop: threading.Event | None = None, duration: float | None = None,
