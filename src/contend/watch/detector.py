@@ -24,7 +24,6 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-
 from .signals import HOST, WRITEBACK, Frame
 
 RESOURCES = ("cpu", "memory", "disk")
