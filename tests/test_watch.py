@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -16,7 +17,7 @@ from contend.paths import DATA
 from contend.watch.daemon import WatchConfig, Watcher
 from contend.watch.signals import Frame
 
-from .conftest import contend, needs_root, one_line_exit_2, require
+from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require
 
 
 class Box:
@@ -207,3 +208,26 @@ def test_a_replay_of_something_else_is_a_clear_error(tmp_path):
 ])
 def test_bad_watch_options_are_one_line_and_exit_2(args, words):
     one_line_exit_2(contend("watch", *args, "--duration", "1"), *words)
+
+
+@needs_root
+def test_sigterm_stops_the_watch_and_its_probe_with_it():
+    require("bpftrace")
+    p = subprocess.Popen([*CONTEND, "watch", "-t", "contend", "--json", "--metrics", "off"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        probe = []
+        while not probe and time.monotonic() < deadline:  # its bpftrace, attached
+            time.sleep(0.5)
+            probe = [int(c) for c in subprocess.run(["pgrep", "-P", str(p.pid), "bpftrace"], capture_output=True,
+                                                    text=True).stdout.split()]
+        assert probe, "the watch started no bpftrace"
+        time.sleep(1.5)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0 and "Traceback" not in err, err
+    assert all(not os.path.exists(f"/proc/{pid}") for pid in probe), "bpftrace outlived the watch"

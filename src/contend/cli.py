@@ -153,7 +153,8 @@ def run(spec_path: Optional[Path] = typer.Argument(None, metavar="SPEC", show_de
     """Run an experiment: every runtime × scenario × resource × repetition of SPEC, then metrics, table
     and report. Other kinds of spec: guard (every workload under every guard policy side by side), parallel
     (CoPTS: benchmarks in N concurrent containers), diskfill (WISA 2025: neighbours write large files, a victim
-    measures the disk), oltp (PDP 2015: a database next to a CPU, memory or disk bomb).
+    measures the disk), oltp (PDP 2015: a database next to a CPU, memory or disk bomb), detect (contend watch
+    against injected antagonists and controls).
     Ctrl-C stops after cleaning up; finished trials are kept and --resume continues. A failed trial is tried
     again (the spec's `retries`, default 1). One study at a time per host; what a killed one left is removed
     first."""
