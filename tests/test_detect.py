@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+from pathlib import Path
 
 import pytest
 
@@ -60,9 +61,10 @@ def test_bad_detect_specs_are_one_line_and_exit_2(tmp_path):
 
 
 @needs_root
-def test_a_detect_study_end_to_end_names_the_cpu_antagonist_and_blames_nobody_in_a_control(tmp_path):
+def test_a_detect_study_end_to_end_names_the_cpu_and_memory_antagonists_and_blames_nobody_in_a_control(tmp_path):
     spec = tmp_path / "detect.yaml"
-    spec.write_text("kind: detect\nname: tiny-detect\nruntimes: [runc]\ncases: [cpu, own-quota]\nrepetitions: 1\n"
+    spec.write_text("kind: detect\nname: tiny-detect\nruntimes: [runc]\ncases: [cpu, memory, own-quota]\n"
+                    "repetitions: 1\n"
                     "trial: {baseline_s: 4, jitter_s: 1, attack_s: 4, tail_s: 1, period_s: 0.5}\n")
     out = tmp_path / "out"
     p = contend("run", str(spec), "--out", str(out), timeout=600)
@@ -72,6 +74,9 @@ def test_a_detect_study_end_to_end_names_the_cpu_antagonist_and_blames_nobody_in
     assert float(rows[("cpu", "first_right")]["value"]) == 1.0
     assert float(rows[("cpu", "latency_s")]["value"]) <= 2.0
     assert float(rows[("own-quota", "false_blames")]["value"]) == 0.0
+    # the memory antagonist: the three tenants shared a 1 GiB limit on contend's parent, gone with them
+    assert float(rows[("memory", "first_right")]["value"]) == 1.0, rows
+    assert not Path("/sys/fs/cgroup/memory/contend").exists() and not Path("/sys/fs/cgroup/contend").exists()
     assert 0 < float(rows[("cpu", "watch_cpu_pct")]["value"]) < 50
     assert "found" in p.stdout and (out / "detect-tables.md").exists() and (out / "report.html").exists()
     assert list((out / "figures").glob("detect-runc.cpu.r1.png"))

@@ -193,6 +193,52 @@ def test_watch_records_and_replay_gives_the_same_events(boxes, tmp_path):
     one_line_exit_2(again, "exists", "not overwritten")
 
 
+@needs_root
+def test_watch_hands_a_disk_culprit_to_the_guard_and_tells_its_hook_every_event(boxes, tmp_path):
+    """--guard: the blamed writer is capped while it is blamed (and while it presses against its cap), and
+    every cap is gone when the watch stops; --hook: each event reaches the operator's command as JSON."""
+    require("fio")
+    from contend.doctor.calibrate import device_of
+    victim, noisy = boxes("victim"), boxes("noisy")
+    DATA.mkdir(parents=True, exist_ok=True)
+    files = [DATA / f"{boxes.run}-{n}.dat" for n in ("victim", "noisy")]
+    dev, told = device_of(DATA), tmp_path / "told.jsonl"
+    caps: list[int] = []
+
+    def poll(stop: threading.Event):
+        while not stop.wait(0.25):
+            lim = noisy.cg.io_limits().get(dev)
+            if lim is not None and lim.wbps:
+                caps.append(lim.wbps)
+    victim.run("fio", "--name=v", f"--filename={files[0]}", "--size=64M", "--rw=randread", "--bs=4k", "--direct=1",
+               "--iodepth=1", "--time_based", "--runtime=20", "--ioengine=psync")
+    later = threading.Timer(8, lambda: noisy.run(
+        "fio", "--name=n", f"--filename={files[1]}", "--size=1G", "--rw=write", "--bs=1M", "--direct=1",
+        "--iodepth=32", "--ioengine=libaio", "--time_based", "--runtime=8"))
+    stop = threading.Event()
+    poller = threading.Thread(target=poll, args=(stop,))
+    later.start()
+    poller.start()
+    try:
+        p = contend("watch", "-t", f"cgroup:contend/{boxes.run}-*", "--duration", "16", "--json", "--metrics",
+                    "off", "--guard", "--capacity", f"{dev}=4G", "--hook", f"cat >> {told}")
+    finally:
+        later.join()
+        stop.set()
+        poller.join()
+        for f in files:
+            f.unlink(missing_ok=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    events = [json.loads(ln) for ln in p.stdout.splitlines()]
+    assert ("victim", "disk", "blame", "noisy") in started(events), events
+    assert caps and min(caps) < 4e9, p.stderr[-3000:]  # capped below the disk's capacity while it hurt
+    log = [json.loads(ln) for ln in p.stderr.splitlines() if ln.startswith("{")]
+    assert any(e["event"] == "cap" and e["target"].endswith("noisy") and e["cap_bytes_s"] for e in log)
+    assert noisy.cg.io_limits() == {} and victim.cg.io_limits() == {}  # every cap gone with the watch
+    time.sleep(0.5)  # the last hook's cat
+    assert sorted(json.loads(ln)["t"] for ln in told.read_text().splitlines()) == [e["t"] for e in events]
+
+
 def test_a_replay_of_something_else_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"t": 1, "dt": 1, "containers": {}}\nnot json\n')
@@ -205,6 +251,8 @@ def test_a_replay_of_something_else_is_a_clear_error(tmp_path):
     (["-t", "kube:x"], ["unknown target"]),
     (["--metrics", "nowhere"], ["--metrics"]),
     (["--disk", "999:999"], ["999:999", "no such block device"]),
+    (["--capacity", "254:0=4G"], ["--capacity", "only with --guard"]),
+    (["--guard", "--capacity", "254:0=fast"], ["fast"]),
 ])
 def test_bad_watch_options_are_one_line_and_exit_2(args, words):
     one_line_exit_2(contend("watch", *args, "--duration", "1"), *words)

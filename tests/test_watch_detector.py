@@ -84,6 +84,25 @@ def test_memory_pressure_from_a_growing_neighbour_blames_it():
     assert blames(run(fs)) == [("victim", "memory", "blame", "noisy")]
 
 
+def test_a_working_set_read_back_while_a_neighbour_holds_the_memory_stays_blamed_on_it():
+    """The pressure passes once reclaim is done (a 0.04 stall in one frame, then 0.004); the victim's cache is
+    still gone and read back from disk every second (refaults), for as long as noisy holds its memory (the
+    detect study's memory case as measured under runc)."""
+    calm = {"victim": {"mem": 600 * MiB, "mem_psi": 0.0, "refault": 0.0},
+            "noisy": {"mem": 1 * MiB, "mem_psi": 0.0, "refault": 0.0},
+            "bystander": {"mem": 5 * MiB, "mem_psi": 0.0, "refault": 0.0}}
+    fs = series(30, calm, {"victim": {"mem": 233 * MiB, "mem_psi": 0.004, "refault": 2400.0},
+                           "noisy": {"mem": 812 * MiB}})
+    fs[10].containers["victim"]["mem_psi"] = 0.04
+    ev = run(fs)
+    assert blames(ev) == [("victim", "memory", "blame", "noisy")]
+    assert ev[0]["t"] == 11.0 and all(e["event"] != "cleared" for e in ev)  # held to the end
+    # the same read-back at its own limit is its own doing
+    own = {c: {**s, "mem_limit": 640 * MiB} if c == "victim" else s for c, s in calm.items()}
+    fs = series(30, own, {"victim": {"mem": 630 * MiB, "refault": 2400.0}})
+    assert blames(run(fs)) == [("victim", "memory", "self", "victim")]
+
+
 def test_disk_latency_is_a_symptom_only_of_containers_doing_io():
     calm = {"victim": {"io_bytes": 4e6, "io_ios": 1000.0}, "noisy": {"io_bytes": 0.0, "io_ios": 0.0},
             "idle": {"io_bytes": 0.0, "io_ios": 0.0}}

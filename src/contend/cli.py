@@ -439,7 +439,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     cgroup, let the policy decide caps, set them as io.max / blkio.throttle on the whole disk. Logs are JSON
     lines on stderr. Every cap is removed when the guard stops; `contend clean` removes those of a guard
     that was killed."""
-    from .guard import Guard, TargetError, default_disks
+    from .guard import Guard, TargetError
     from .guard.config import load
     from .spec import SpecError
     disks = _capacity_flags(capacity)
@@ -450,17 +450,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     except SpecError as e:
         fail(str(e))
     need_root("contend guard")
-    from .tools import ToolFailed
-    try:
-        capacities = {d.device: d.capacity for d in cfg.disks} or default_disks(
-            say=lambda s: print(f"contend: {s}", file=sys.stderr))
-    except SpecError as e:
-        fail(str(e))
-    except ToolFailed as e:  # the disk's calibration
-        fail(str(e), 1)
-    for dev in capacities:
-        if not Path(f"/sys/dev/block/{dev}").exists():
-            fail(f"disk {dev}: no such block device")
+    capacities = _guard_disks({d.device: d.capacity for d in cfg.disks})
     _term_as_interrupt()
     try:
         g = Guard(cfg, capacities)
@@ -500,10 +490,21 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                                    "(else CPU pressure only)."),
           disk: list[str] = typer.Option([], "--disk", metavar="MAJ:MIN", help="A disk whose latency counts "
                                                                               "(repeatable; default: every disk)."),
-          metrics: str = typer.Option("127.0.0.1:9733", help="Prometheus endpoint HOST:PORT, or off.")):
+          metrics: str = typer.Option("127.0.0.1:9733", help="Prometheus endpoint HOST:PORT, or off."),
+          hook: str = typer.Option("", "--hook", metavar="CMD",
+                                   help="Shell command run on every event (CONTEND_WATCH_* in its env, the event "
+                                        "as JSON on its stdin); never waited for, killed after 30 s."),
+          guard: bool = typer.Option(False, "--guard", help="Hand a disk culprit to the guard: while a container "
+                                                            "is blamed for a disk (and while it presses against "
+                                                            "its cap), the guard's policy caps the disk's users; "
+                                                            "every cap removed when it stops."),
+          capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
+                                             help="With --guard: a disk and what it delivers, e.g. 254:0=4G "
+                                                  "(repeatable; default: the calibrated disk).")):
     """Who hurts whom on this host, now: every period, each watched container's symptoms (run-queue delay,
     pressure, its own throttling, its disk's latency) against its own baseline, and a blame when a neighbour's
-    use rose with it; a container held by its own limit is its own doing. Sets nothing (docs/watch.md)."""
+    use rose with it; a container held by its own limit is its own doing. Sets nothing, unless --guard
+    (docs/watch.md)."""
     from .watch.daemon import WatchConfig, Watcher
     from .watch.view import event_line, table
     if record is not None and replay is not None:
@@ -515,7 +516,11 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     if replay is not None:
         return _watch_replay(replay, emit)
     targets = _watch_checks(target, metrics, disk)
+    if capacity and not guard:
+        fail("--capacity: only with --guard")
+    given = _guard_capacities(capacity)
     need_root("contend watch")
+    capacities = _guard_disks(given) if guard else {}
     try:
         out = open(record, "x") if record is not None else None
     except OSError as e:
@@ -523,11 +528,16 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                          else ""))
     _term_as_interrupt()
     live = sys.stdout.isatty() and not as_json
-    cfg = WatchConfig(targets, period=period, ebpf=ebpf, metrics=metrics, disks=list(disk) or None)
+    cfg = WatchConfig(targets, period=period, ebpf=ebpf, metrics=metrics, disks=list(disk) or None, hook=hook)
     try:
         w = Watcher(cfg, events=None if live else emit, record=out)
     except OSError as e:  # the metrics port taken, say
         fail(f"cannot start: {e}")
+    if guard:
+        from .watch.handoff import GuardHandoff
+        # the guard's JSON log on stderr, but not under the live table
+        w.handoff = GuardHandoff(targets, capacities, w.host, log=None if live else sys.stderr,
+                                 clock0=w.collector.clock0).start()
     for prob in w.problems:
         print(f"contend: {prob}", file=sys.stderr)
     try:
@@ -535,7 +545,8 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
             from rich.live import Live
             with Live(table(None, []), console=console, auto_refresh=False) as lv:
                 w.run(duration=duration, after_step=lambda x: lv.update(
-                    table(x.last, x.detector.verdicts(), x.problems), refresh=True))
+                    table(x.last, x.detector.verdicts(), x.problems,
+                          x.handoff.caps() if x.handoff is not None else None), refresh=True))
         else:
             w.run(duration=duration)
     except KeyboardInterrupt:
@@ -654,6 +665,35 @@ def cluster_render(spec_path: Path = typer.Argument(..., metavar="SPEC", help="E
                      if (out / f).exists())
     console.print(f"next: kubectl apply {setup}\n      kubectl create -f {out / 'workflow.yaml'}   (or argo submit)\n"
                   "      contend cluster collect on its trials' artifacts (docs/cluster.md)", highlight=False)
+
+
+def _guard_disks(given: dict[str, float]) -> dict[str, float]:
+    """The disks a guard caps on and their capacities: those given, else the calibrated disk (calibrated now
+    if it never was); each one checked to exist."""
+    from .guard import default_disks
+    from .spec import SpecError
+    from .tools import ToolFailed
+    try:
+        capacities = given or default_disks(say=lambda s: print(f"contend: {s}", file=sys.stderr))
+    except SpecError as e:
+        fail(str(e))
+    except ToolFailed as e:  # the disk's calibration
+        fail(str(e), 1)
+    for dev in capacities:
+        if not Path(f"/sys/dev/block/{dev}").exists():
+            fail(f"disk {dev}: no such block device")
+    return capacities
+
+
+def _guard_capacities(capacity: list[str]) -> dict[str, float]:
+    """--capacity flags checked as the guard checks them: MAJ:MIN -> bytes/s."""
+    from .guard.config import load
+    from .spec import SpecError
+    try:
+        cfg = load(None, {"targets": ["contend"], "disks": _capacity_flags(capacity)})
+    except SpecError as e:
+        fail(str(e))
+    return {d.device: d.capacity for d in cfg.disks}
 
 
 def _capacity_flags(capacity: list[str]) -> list[dict]:

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 
 from . import owned, runtimes
-from .cgroups import CgroupHost, Limits
+from .cgroups import PREFIX, CgroupHost, Limits
 from .faults import checkpoint
 from .measured import StepWindow
 from .network import Link
@@ -54,9 +54,13 @@ class Tenants:
 
     def __init__(self, runtime: str, limits: dict[str, Limits], host: CgroupHost | None = None,
                  device: str | None = None, period: float = 0.1, caps: dict[str, tuple[str, ...]] | None = None,
-                 userns: bool = True, link: Link | None = None, ebpf: tuple[str, ...] = (), cgroup: bool = True):
+                 userns: bool = True, link: Link | None = None, ebpf: tuple[str, ...] = (), cgroup: bool = True,
+                 shared: Limits | None = None):
         self.rt = runtimes.get(runtime, host)
         self.limits = limits
+        # a limit all tenants share (as a pod's containers do), set on contend's parent cgroup while they live;
+        # it goes when they do (the parent is removed with the last container, whatever happened)
+        self.shared = shared
         self.caps = caps or {}  # capabilities a tenant's load needs beyond the defaults (runtimes/security.py)
         self.userns = userns
         self.link = link
@@ -78,6 +82,8 @@ class Tenants:
                     f"{self.uid}-{tenant}", lim, self.data[tenant],
                     netns=self.link.ports[tenant].netns_path if self.link is not None else None,
                     caps=tuple(dict.fromkeys((*DEFAULT_CAPS, *self.caps.get(tenant, ())))), userns=self.userns))
+            if self.shared is not None:
+                self.rt.host.cgroup(PREFIX).set_limits(self.shared)
         except BaseException:
             self.__exit__()
             raise
@@ -87,6 +93,11 @@ class Tenants:
         with signals_deferred():
             checkpoint("teardown")
             self.stop_sampling()
+            if self.shared is not None and self.shared.memory is not None:
+                try:
+                    self.rt.host.cgroup(PREFIX).clear_memory_limit()
+                except OSError:
+                    pass  # the parent is gone already: so is its limit
             for c in self.c.values():
                 self.rt.delete(c)
             if self.link is not None:

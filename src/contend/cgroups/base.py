@@ -63,6 +63,7 @@ class Stats:
     # which the kernel writes back later, on cgroup v1 from flusher threads charged to no container
     memory_dirty: int = 0
     memory_majfaults: int = 0  # major page faults of its tasks, cumulative (a page read back from disk or swap)
+    memory_refaults: int = 0  # evicted pages of its own read back while still in use (workingset refaults), cumulative
     io: dict[str, IoCounters] = field(default_factory=dict)  # by "MAJ:MIN"
     pressure: dict[str, float] = field(default_factory=dict)  # e.g. {"cpu.some.total_us": ...}
     net_bytes: int | None = None  # what the tenant sent, from its veth's counter (network trials; not a cgroup's)
@@ -95,6 +96,10 @@ class Cgroup(ABC):
 
     @abstractmethod
     def clear_io_limits(self, device: str) -> None: ...
+
+    @abstractmethod
+    def clear_memory_limit(self) -> None:
+        """No memory limit here any more (a shared one, set on contend's parent for one trial)."""
 
     @abstractmethod
     def io_limits(self) -> dict[str, IoLimit]:

@@ -80,6 +80,9 @@ class V1Cgroup(Cgroup):
     def clear_io_limits(self, device: str) -> None:
         self._set_io(IoLimit(device))
 
+    def clear_memory_limit(self) -> None:
+        write(self._dir("memory") / "memory.limit_in_bytes", "-1")
+
     def io_limits(self) -> dict[str, IoLimit]:
         """The throttles set on this cgroup, by device."""
         found: dict[str, dict[str, int]] = {}
@@ -109,6 +112,7 @@ class V1Cgroup(Cgroup):
         ms = read_keyed(mem / "memory.stat")
         s.memory_dirty = ms.get("total_dirty", 0) + ms.get("total_writeback", 0)
         s.memory_majfaults = ms.get("total_pgmajfault", 0)
+        s.memory_refaults = ms.get("total_workingset_refault_file", 0) + ms.get("total_workingset_refault_anon", 0)
         s.io = self._io_stats()
         return s
 

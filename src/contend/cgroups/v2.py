@@ -57,6 +57,9 @@ class V2Cgroup(Cgroup):
     def clear_io_limits(self, device: str) -> None:
         write(self.dir / "io.max", io_max_line(IoLimit(device)))
 
+    def clear_memory_limit(self) -> None:
+        write(self.dir / "memory.max", "max")
+
     def io_limits(self) -> dict[str, IoLimit]:
         out: dict[str, IoLimit] = {}
         try:
@@ -84,6 +87,7 @@ class V2Cgroup(Cgroup):
         ms = read_keyed(self.dir / "memory.stat")
         s.memory_dirty = ms.get("file_dirty", 0) + ms.get("file_writeback", 0)
         s.memory_majfaults = ms.get("pgmajfault", 0)
+        s.memory_refaults = ms.get("workingset_refault_file", 0) + ms.get("workingset_refault_anon", 0)
         s.io = parse_io_stat(self.dir / "io.stat")
         s.pressure = self.pressure()
         return s

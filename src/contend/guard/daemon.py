@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TextIO
@@ -22,6 +21,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from ..cgroups import CgroupHost, detect
+from ..hooks import Hooks
 from ..runtimes import signals_deferred
 from .collector import Collector, Escape, escaping
 from .config import MIN_CAP, GuardConfig
@@ -90,14 +90,6 @@ HOOK_INTERVAL_S = 5.0  # the alert hook runs at most this often
 HOOK_TIMEOUT_S = 30.0  # and is killed (its whole process group) after this long
 
 
-def _kill_group(h: subprocess.Popen) -> None:
-    try:
-        os.killpg(h.pid, signal.SIGKILL)  # its own session (start_new_session): the shell and its children
-    except ProcessLookupError:
-        pass
-    h.wait()
-
-
 class Guard:
     def __init__(self, cfg: GuardConfig, disks: dict[str, float], host: CgroupHost | None = None,
                  log: TextIO | None = sys.stderr, record: bool = False, clock0: float | None = None):
@@ -119,13 +111,16 @@ class Guard:
         self.caps: dict[tuple[str, str], float | None] = {}
         self.records: list[Period] | None = [] if record else None
         self.metrics = Metrics(cfg.metrics)
-        self._hooks: list[tuple[subprocess.Popen, float]] = []  # (hook, when it started)
+        self.hooks = Hooks(cfg.alert_cmd, HOOK_TIMEOUT_S)
         self._hook_due: dict[str, tuple[str, str]] = {}  # device -> (state, message) not yet told to the hook
         self._hook_told: dict[str, str] = {}  # device -> the state the hook was last told
         self._last_hook = -math.inf
         self._last_scan = -math.inf
         self._logged_caps: dict[tuple[str, str], float | None] = {}
         self.escapes: dict[str, tuple[str, ...]] = {d: () for d in disks}  # per disk, the targets escaping now
+        # caps on a disk only while gate(disk) says so (contend watch --guard: while it blames a container for a
+        # disk); otherwise none, and the policy goes on learning everybody's lifeline
+        self.gate: Callable[[str], bool] | None = None
         self._closed = False
 
     # -- logs and alerts
@@ -151,22 +146,16 @@ class Guard:
         """The alert hook, at most once per HOOK_INTERVAL_S (a flapping alert is told its latest state, and
         not at all if it is back where the hook last saw it); a hook running past HOOK_TIMEOUT_S is killed."""
         now = time.monotonic()
-        for h, started in self._hooks:
-            if h.poll() is None and now - started > HOOK_TIMEOUT_S:
-                self.log("alert-hook-killed", pid=h.pid, after_s=round(now - started, 1))
-                _kill_group(h)
-        self._hooks = [(h, s) for h, s in self._hooks if h.poll() is None]
+        for pid, after in self.hooks.reap():
+            self.log("alert-hook-killed", pid=pid, after_s=round(after, 1))
         for dev in [d for d, (state, _) in self._hook_due.items() if self._hook_told.get(d, "cleared") == state]:
             del self._hook_due[dev]
         if not self._hook_due or now - self._last_hook < HOOK_INTERVAL_S:
             return
         self._last_hook = now
         for dev, (state, message) in self._hook_due.items():
-            env = {**os.environ, "CONTEND_ALERT_STATE": state, "CONTEND_ALERT_DEVICE": dev,
-                   "CONTEND_ALERT_MESSAGE": message}
-            # alert_cmd is the operator's own command line (config or flag), never data from a target
-            self._hooks.append((subprocess.Popen(self.cfg.alert_cmd, shell=True, env=env, stdin=subprocess.DEVNULL,
-                                                 start_new_session=True), now))
+            self.hooks.run({"CONTEND_ALERT_STATE": state, "CONTEND_ALERT_DEVICE": dev,
+                            "CONTEND_ALERT_MESSAGE": message})
             self._hook_told[dev] = state
         self._hook_due.clear()
 
@@ -221,7 +210,7 @@ class Guard:
     # -- one period
     def step(self) -> None:
         now = time.monotonic()
-        if self._hook_due or self._hooks:
+        if self._hook_due or self.hooks.running:
             self._run_hooks()
         if now - self._last_scan >= self.cfg.rescan_s:
             self._last_scan = now
@@ -253,7 +242,9 @@ class Guard:
                                                np.array(self.latency[dev]), self.state[dev]))
             self.state[dev] = d.state
             self.metrics.capacity.labels(dev).set(d.capacity)
+            gated = self.gate is not None and not self.gate(dev)
             for name, cap in d.caps.items():
+                cap = None if gated else cap
                 self.caps[(name, dev)] = cap
                 try:
                     self.limiter.apply(self.targets[name].relpath, dev, cap)
@@ -324,9 +315,5 @@ class Guard:
         self._closed = True
         self.limiter.release_all()
         self.metrics.close()
-        for h, _ in self._hooks:
-            try:
-                h.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                _kill_group(h)
+        self.hooks.close()
         self.log("stop", caps_removed=True)

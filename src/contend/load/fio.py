@@ -15,6 +15,13 @@ def layout(path: str, size: str) -> list[str]:
             "--direct=1", "--ioengine=libaio", "--iodepth=8", "--overwrite=1", "--create_only=1"]
 
 
+def warm(path: str, size: str) -> list[str]:
+    """Read a laid-out file once through the page cache: its pages then stay cached, charged to the reader (a
+    job that reads it later needs --invalidate=0, or fio drops them at its start)."""
+    return ["fio", "--name=warm", f"--filename={path}", f"--size={size}", "--rw=read", "--bs=1M",
+            "--ioengine=psync", "--invalidate=0"]
+
+
 # ---------------------------------------------------------------- the disk-fill victim (WISA 2025's container D)
 VICTIM_FILES = {"read": "/data/victim-read.dat", "write": "/data/victim-write.dat"}
 JOBS = {"read": "randread", "write": "randwrite"}

@@ -214,6 +214,7 @@ class WatchCollector:
             "mem_max": max(0, st.memory_events.get("max", 0) - p.memory_events.get("max", 0)) / dt,
             "oom_kill": max(0, st.memory_events.get("oom_kill", 0) - p.memory_events.get("oom_kill", 0)) / dt,
             "majfault": max(0, st.memory_majfaults - p.memory_majfaults) / dt,
+            "refault": max(0, st.memory_refaults - p.memory_refaults) / dt,
             "io_bytes": max(0, sum(r[0] for r in rates.values())) / dt,
             "io_wbytes": max(0, sum(r[1] for r in rates.values())) / dt,
             "io_ios": max(0, sum(r[2] for r in rates.values())) / dt,

@@ -2,7 +2,9 @@
 recording of the raw frames). It sets nothing on the host: it reads counters and runs one bpftrace."""
 from __future__ import annotations
 
+import json
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -13,9 +15,13 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from ..cgroups import CgroupHost, detect
 from ..guard.targets import Resolved, TargetError, check_selector, resolve
+from ..hooks import Hooks
 from .collector import WatchCollector
 from .detector import Detector, Verdict
+from .handoff import GuardHandoff
 from .signals import Frame
+
+HOOK_TIMEOUT_S = 30.0  # a hook running longer is killed with its process group
 
 
 class WatchMetrics:
@@ -59,6 +65,7 @@ class WatchConfig:
     disks: list[str] | None = None
     rescan_s: float = 5.0
     detector: dict = field(default_factory=dict)
+    hook: str = ""  # the operator's command, run by the shell on every event (docs/watch.md, "Hook")
 
 
 class Watcher:
@@ -72,6 +79,8 @@ class Watcher:
         self.cpu_s = 0.0  # CPU-seconds its own loop used (its thread); bpftrace's: collector.probe_cpu_s
         self.on_event = events or (lambda e: None)
         self.record = record
+        self.hooks = Hooks(cfg.hook, timeout_s=HOOK_TIMEOUT_S) if cfg.hook else None
+        self.handoff: GuardHandoff | None = None  # --guard: set by the caller, told every period's verdicts
         self.targets: dict[str, Resolved] = {}
         self.frames = 0
         self.last: Frame | None = None
@@ -107,9 +116,25 @@ class Watcher:
         events = self.detector.step(f)
         for e in events:
             self.on_event(e)
+            self._hook(e)
+        if self.hooks is not None:
+            for pid, after in self.hooks.reap():
+                print(f"contend: watch hook (pid {pid}) killed after {after:.0f} s", file=sys.stderr)
+        if self.handoff is not None:
+            self.handoff.update(self.detector.verdicts())
         if self.metrics.server is not None:
             self.metrics.update(f, self.detector.verdicts())
         return events
+
+    def _hook(self, e: dict) -> None:
+        """The hook, told one event: its fields in CONTEND_WATCH_* variables, the whole event as JSON on stdin."""
+        if self.hooks is None:
+            return
+        env = {f"CONTEND_WATCH_{k.upper()}": str(e[k]) for k in ("event", "victim", "resource", "kind", "culprit",
+                                                                 "confidence", "why")}
+        if not self.hooks.run(env, json.dumps(e) + "\n"):
+            print(f"contend: watch hook not run for {e['event']} {e['victim']} {e['resource']}: "
+                  f"{self.hooks.max_running} still running", file=sys.stderr)
 
     def run(self, stop: threading.Event | None = None, duration: float | None = None,
             after_step: Callable[["Watcher"], None] | None = None) -> None:
@@ -139,6 +164,10 @@ class Watcher:
         self._closed = True
         self.collector.close()
         self.metrics.close()
+        if self.handoff is not None:
+            self.handoff.close()
+        if self.hooks is not None:
+            self.hooks.close()
 
 
 def check_targets(selectors: list[str]) -> list[str]:

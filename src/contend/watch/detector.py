@@ -2,11 +2,12 @@
 runs live and on a recording (--replay).
 
 Per container and resource, a symptom (CPU: run-queue delay, else CPU pressure; memory: memory pressure, else
-major faults; disk: its I/O pressure per I/O, else the disk's latency, while it does I/O; a reader that waits
-for each I/O is stalled most of the time whatever the disk's speed, so its pressure alone says little) is
-compared with the container's own baseline (its recent frames without a symptom). Above max(floor,
-(1 + rel) × median, median + k robust SDs), the container suffers, if it was in the frame before too or
-is twice that high (an OOM kill is a symptom by itself). Then, in order:
+major faults, and beside either its working set read back (refaults); disk: its I/O pressure per I/O, else the
+disk's latency, while it does I/O; a reader that waits for each I/O is stalled most of the time whatever the
+disk's speed, so its pressure alone says little) is compared with the container's own baseline (its recent
+frames without a symptom). Above max(floor, (1 + rel) × median, median + k robust SDs), the container
+suffers, if it was in the frame before too or is twice that high (an OOM kill is a symptom by itself). Then,
+in order:
 1. its own limit explains it (CPU quota throttling, its memory limit, its own I/O throttle): `self`, and no
    neighbour is blamed (a container held by its own quota also waits on the run queue: Netflix 2024);
 2. the suspects: every container whose use rose above its own baseline at least by the resource's `use_floor`
@@ -39,11 +40,16 @@ class Rule:
     use: str
     use_floor: float
     events: tuple[str, ...] = ()  # signals any positive value of which is a symptom by itself
+    also: tuple[tuple[str, float], ...] = ()  # symptoms read beside the first of `symptoms`, each on its own
 
 
 RULES = {
     "cpu": Rule((("rq_delay", 0.1), ("cpu_psi", 0.1)), 0.5, "cpu", 0.15),
-    "memory": Rule((("mem_psi", 0.02), ("majfault", 50.0)), 0.5, "mem", float(64 << 20), ("oom_kill",)),
+    # a neighbour's memory takes a container's page cache: a stall while reclaim runs (pressure), then its
+    # working set read back from disk for as long as the neighbour holds the memory (refaults; 250 pages/s is
+    # 1 MiB/s)
+    "memory": Rule((("mem_psi", 0.02), ("majfault", 50.0)), 0.5, "mem", float(64 << 20), ("oom_kill",),
+                   (("refault", 250.0),)),
     "disk": Rule((("io_wait_ms", 1.0), ("disk_latency_ms", 1.0)), 1.0, "io_bytes", 5e6),
 }
 
@@ -90,19 +96,23 @@ class Detector:
         self.recent: deque[Frame] = deque(maxlen=window)
         self.active: dict[tuple[str, str], Verdict] = {}
         self.quiet: dict[tuple[str, str], int] = {}
-        self.above: dict[tuple[str, str], bool] = {}  # above its threshold in the last frame
+        self.above: dict[tuple[str, str, str], bool] = {}  # (container, resource, signal) above its threshold
 
     # -- reading a frame
-    def symptom(self, f: Frame, name: str, res: str) -> tuple[str, float, float]:
-        """(signal, value, floor) of a container's symptom on a resource; value nan: none this frame."""
+    def symptoms(self, f: Frame, name: str, res: str) -> list[tuple[str, float, float]]:
+        """(signal, value, floor) of a container's symptoms on a resource this frame: the first of the rule's
+        chain it has, and each of its `also` it has."""
+        out = []
         for sig, floor in self.rules[res].symptoms:
             if sig == "disk_latency_ms":  # the disk's latency is a container's symptom only while it does I/O
                 v = f.host.get(sig, math.nan) if f.get(name, "io_ios") > 0 else math.nan
-                return (sig, v, floor) if math.isfinite(v) else ("", math.nan, math.nan)
-            v = f.get(name, sig)
-            if math.isfinite(v):
-                return sig, v, floor
-        return "", math.nan, math.nan
+            else:
+                v = f.get(name, sig)
+            if math.isfinite(v) or sig == "disk_latency_ms":
+                if math.isfinite(v):
+                    out.append((sig, v, floor))
+                break
+        return out + [(sig, v, floor) for sig, floor in self.rules[res].also if math.isfinite(v := f.get(name, sig))]
 
     def use(self, f: Frame, suspect: str, res: str) -> float:
         if suspect == WRITEBACK:
@@ -177,28 +187,40 @@ class Detector:
         return Verdict(victim, res, "blame", top, share, f.t, f"{sig} {value:.3g} above its baseline {med:.3g}; {how}",
                        ranked, ev)
 
+    def _worst(self, f: Frame, name: str, res: str,
+               readings: list[tuple[str, str, float, deque]]) -> tuple[str, float, float, float] | None:
+        """(signal, value, baseline median, threshold) of the symptom furthest above its threshold that counts
+        this frame; None: the container does not suffer on this resource. Each reading goes to `readings`."""
+        hard = any(f.get(name, e) > 0 for e in self.rules[res].events)  # an OOM kill, say
+        worst: tuple[float, str, float, float, float] | None = None  # (value / threshold, …)
+        for sig, value, floor in self.symptoms(f, name, res):
+            base = self.base.setdefault((name, res, sig), deque(maxlen=self._nbase))
+            readings.append((name, res, value, base))
+            if len(base) < self.warmup and not hard:
+                continue
+            med, thr = threshold(list(base), floor, self.rules[res].rel, self.k) if base else (0.0, floor)
+            key = (name, res, sig)
+            above, self.above[key] = self.above.get(key, False), value > thr
+            # one frame above the threshold is a blip unless it is far above (twice): evidence accumulates
+            if not hard and (value <= thr or not (above or value > 2 * thr or (name, res) in self.active)):
+                continue
+            if worst is None or value / thr > worst[0]:
+                worst = (value / thr, sig, value, med, thr)
+        return worst[1:] if worst is not None else None
+
     def step(self, f: Frame) -> list[dict]:
         """The events this frame brings: blame / self / unattributed when a verdict starts or changes,
         cleared when it ends."""
         self.recent.append(f)
         events: list[dict] = []
         suffering: dict[str, set[str]] = {r: set() for r in self.rules}
-        readings = []
+        readings: list[tuple[str, str, float, deque]] = []
         for name in f.containers:
             for res in self.rules:
-                sig, value, floor = self.symptom(f, name, res)
-                if not sig:
+                worst = self._worst(f, name, res, readings)
+                if worst is None:
                     continue
-                base = self.base.setdefault((name, res, sig), deque(maxlen=self._nbase))
-                readings.append((name, res, value, base))
-                hard = any(f.get(name, e) > 0 for e in self.rules[res].events)  # an OOM kill, say
-                if len(base) < self.warmup and not hard:
-                    continue
-                med, thr = threshold(list(base), floor, self.rules[res].rel, self.k) if base else (0.0, floor)
-                above, self.above[(name, res)] = self.above.get((name, res), False), value > thr
-                # one frame above the threshold is a blip unless it is far above (twice): evidence accumulates
-                if not hard and (value <= thr or not (above or value > 2 * thr or (name, res) in self.active)):
-                    continue
+                sig, value, med, thr = worst
                 suffering[res].add(name)
                 v = self.judge(f, name, res, sig, value, med, thr)
                 old = self.active.get((name, res))

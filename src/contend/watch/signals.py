@@ -20,6 +20,7 @@ CONTAINER_SIGNALS: dict[str, tuple[str, str]] = {
     "oom_kill": ("1/s", "its processes OOM-killed per second"),
     "mem_psi": ("s/s", "memory pressure, some (PSI): time its tasks stalled on reclaim or refaults"),
     "majfault": ("1/s", "major page faults per second (pages read back from disk)"),
+    "refault": ("1/s", "pages of its working set evicted and read back, per second (workingset refaults)"),
     "io_bytes": ("B/s", "bytes read and written per second on any disk (io.stat / blkio)"),
     "io_wbytes": ("B/s", "of which written"),
     "io_ios": ("1/s", "I/Os per second"),

@@ -28,13 +28,15 @@ def stress_vm(mbytes: int) -> Load:
                       f"{math.ceil(s)}s"]
 
 
-def fio(tenant: str, *options: str) -> Load:
-    return lambda s: ["fio", f"--name={tenant}", f"--filename=/data/{tenant}.dat", f"--size={FILES[tenant]}",
-                      "--direct=1", *options, "--time_based", f"--runtime={math.ceil(s)}"]
+def stress_hold(mbytes: int) -> Load:
+    """Take mbytes of anonymous memory, touch it once, and hold it, asleep (little CPU: a memory antagonist)."""
+    return lambda s: ["stress-ng", "--vm", "1", "--vm-bytes", f"{mbytes}M", "--vm-keep", "--vm-hang", "0",
+                      "--timeout", f"{math.ceil(s)}s"]
 
 
-# each disk tenant's file, laid out before the watcher starts (a layout's buffered writes are nobody's charge)
-FILES = {"victim": "256M", "bystander": "64M", "noisy": "1G"}
+def fio(tenant: str, size: str, *options: str) -> Load:
+    return lambda s: ["fio", f"--name={tenant}", f"--filename=/data/{tenant}.dat", f"--size={size}", *options,
+                      "--time_based", f"--runtime={math.ceil(s)}"]
 
 
 @dataclass(frozen=True)
@@ -45,23 +47,40 @@ class Case:
     at_start: dict[str, Load]  # loads from the trial's start to its end
     at_change: dict[str, Load]  # loads from the change time, for the attack's length
     limits: dict[str, Limits] = field(default_factory=dict)  # a tenant not named: no limit
-    files: tuple[str, ...] = ()
+    # each tenant's data file and its size, laid out before the watcher starts (a layout's writes are nobody's
+    # charge); /data/<tenant>.dat
+    files: dict[str, str] = field(default_factory=dict)
+    shared: Limits | None = None  # a memory limit the three share (a pod's), on contend's parent cgroup
+    warm: bool = False  # the files read once through the page cache after their layout (a working set held)
 
     def tenant_limits(self) -> dict[str, Limits]:
         return {t: self.limits.get(t, Limits()) for t in TENANTS}
 
 
-LIGHT = stress_cpu(1, 10)  # the bystander's steady load in the CPU cases
+LIGHT = stress_cpu(1, 10)
+DISK_FILES = {"victim": "256M", "bystander": "64M", "noisy": "1G"}
+MEMORY_FILE = "512M"  # the bystander's steady load in the CPU cases
 
 CASES: dict[str, Case] = {c.name: c for c in (
     # the victim wants both CPUs; noisy takes half of them
     Case("cpu", "cpu", True, {"victim": stress_cpu(2), "bystander": LIGHT}, {"noisy": stress_cpu(2)}),
     # the victim reads 4 KiB blocks one at a time; noisy writes 1 MiB blocks 32 deep
     Case("disk", "disk", True,
-         {"victim": fio("victim", "--rw=randread", "--bs=4k", "--ioengine=psync"),
-          "bystander": fio("bystander", "--rw=randread", "--bs=4k", "--ioengine=psync", "--rate_iops=200")},
-         {"noisy": fio("noisy", "--rw=write", "--bs=1M", "--ioengine=libaio", "--iodepth=32")},
-         files=("victim", "bystander", "noisy")),
+         {"victim": fio("victim", DISK_FILES["victim"], "--direct=1", "--rw=randread", "--bs=4k", "--ioengine=psync"),
+          "bystander": fio("bystander", DISK_FILES["bystander"], "--direct=1", "--rw=randread", "--bs=4k",
+                           "--ioengine=psync", "--rate_iops=200")},
+         {"noisy": fio("noisy", DISK_FILES["noisy"], "--direct=1", "--rw=write", "--bs=1M", "--ioengine=libaio",
+                       "--iodepth=32")},
+         files=DISK_FILES),
+    # the three share a 1 GiB limit (a pod's). The victim reads its 512 MiB file at random through the page
+    # cache, at a rate that leaves CPU to spare; noisy takes 768 MiB of anonymous memory and holds it (no swap
+    # here: only the victim's cache can give way), so the victim's pages are reclaimed and read again
+    Case("memory", "memory", True,
+         {"victim": fio("victim", MEMORY_FILE, "--rw=randread", "--bs=4k", "--ioengine=psync",
+                        "--rate_iops=4000", "--invalidate=0"),
+          "bystander": LIGHT},
+         {"noisy": stress_hold(768)}, files={"victim": MEMORY_FILE}, shared=Limits(memory=1 << 30),
+         warm=True),
     # everyone fits beside the others with room: 1 + 0.1 + 0.2 of the host's two CPUs (at 1 + 0.3 + 0.3 the
     # bystander waited 0.11-0.15 s per second once noisy started: a real harm, rightly blamed on noisy)
     Case("harmony", "cpu", False, {"victim": stress_cpu(1), "bystander": LIGHT}, {"noisy": stress_cpu(1, 20)}),

@@ -10,19 +10,19 @@ import threading
 import time
 
 from ...cgroups import CgroupHost, detect
-from ...load.fio import layout
+from ...load.fio import layout, warm
 from ...probes import Sample
 from ...runtimes import RuntimeFailed, last_line, signals_deferred
 from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, reset_host, stop
 from ...watch.daemon import WatchConfig, Watcher
 from ...watch.signals import Frame
-from .cases import CASES, FILES, Case
+from .cases import CASES, Case
 from .cell import DetectCell
 from .spec import DetectStudy
 
 # the signals kept as samples (source "watch"), for the report's timelines
-KEPT = ("cpu", "rq_delay", "cpu_psi", "throttled", "mem", "mem_psi", "io_bytes", "io_wait_ms")
+KEPT = ("cpu", "rq_delay", "cpu_psi", "throttled", "mem", "mem_psi", "refault", "io_bytes", "io_wait_ms")
 
 
 def trial_id(runtime: str, case: str, rep: int) -> str:
@@ -62,9 +62,11 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
     rec = result.record
     try:
         reset_host(case.resource)
-        with Tenants(runtime, case.tenant_limits(), host, userns=study.userns) as t:
-            for name in case.files:  # before the watcher: a layout is not the trial's I/O
-                t.run(name, layout(f"/data/{name}.dat", FILES[name]), timeout=300, what="fio layout")
+        with Tenants(runtime, case.tenant_limits(), host, userns=study.userns, shared=case.shared) as t:
+            for name, size in case.files.items():  # before the watcher: a layout is not the trial's I/O
+                t.run(name, layout(f"/data/{name}.dat", size), timeout=300, what="fio layout")
+                if case.warm:
+                    t.run(name, warm(f"/data/{name}.dat", size), timeout=300, what="fio warm")
             rel = {t.c[n].cgroup.relpath: n for n in t.c}
             events: list[dict] = []
             w = Watcher(WatchConfig([f"cgroup:{r}" for r in rel], period=tr.period_s, ebpf=study.ebpf,
