@@ -179,9 +179,16 @@ def _rmdir(d: Path) -> None:
 UNLIMITED_BYTES = 1 << 60  # v1 writes "no memory limit" as a page-rounded LONG_MAX
 
 
-def read_int(path: Path, default: int = 0) -> int:
+def read_text(path: Path | str) -> str:
+    """A kernel file's text: raw bytes, unbuffered (a sampler reads a dozen such files per cgroup a period; a
+    text-mode open costs half again as much)."""
+    with open(path, "rb", buffering=0) as f:
+        return f.read().decode()
+
+
+def read_int(path: Path | str, default: int = 0) -> int:
     try:
-        text = path.read_text().strip()
+        text = read_text(path).strip()
     except (FileNotFoundError, OSError):
         return default
     if text == "max":
@@ -192,24 +199,31 @@ def read_int(path: Path, default: int = 0) -> int:
         return default
 
 
-def read_keyed(path: Path) -> dict[str, int]:
+def read_keyed(path: Path | str) -> dict[str, int]:
     """Parse 'key value' lines (cpu.stat, memory.events, memory.oom_control)."""
     out: dict[str, int] = {}
     try:
-        for line in path.read_text().splitlines():
-            parts = line.split()
-            if len(parts) == 2 and parts[1].lstrip("-").isdigit():
-                out[parts[0]] = int(parts[1])
+        text = read_text(path)
     except (FileNotFoundError, OSError):
-        pass
+        return out
+    words = text.split()
+    if len(words) == 2 * text.count("\n"):  # every line a key and a value: memory.stat's 50 at once
+        try:
+            return {k: int(v) for k, v in zip(words[::2], words[1::2])}
+        except ValueError:
+            pass
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            out[parts[0]] = int(parts[1])
     return out
 
 
-def read_pressure(path: Path, resource: str) -> dict[str, float]:
+def read_pressure(path: Path | str, resource: str) -> dict[str, float]:
     """Parse a PSI file: 'some avg10=0.00 avg60=0.00 avg300=0.00 total=123'."""
     out: dict[str, float] = {}
     try:
-        lines = path.read_text().splitlines()
+        lines = read_text(path).splitlines()
     except (FileNotFoundError, OSError):
         return out
     for line in lines:
@@ -227,8 +241,7 @@ def read_procs(d: Path) -> list[int]:
     pids: list[int] = []
     for root, _dirs, _files in os.walk(d):
         try:
-            with open(os.path.join(root, "cgroup.procs")) as f:
-                pids.extend(parse_pids(f.read()))
+            pids.extend(parse_pids(read_text(os.path.join(root, "cgroup.procs"))))
         except OSError:
             pass
     return pids
@@ -254,6 +267,11 @@ def mirror(cg: Cgroup, tracking: Cgroup) -> None:
         return
     if not tracking.exists():
         tracking.create()
+    mirror_members(cg, tracking)
+
+
+def mirror_members(cg: Cgroup, tracking: Cgroup) -> None:
+    """mirror()'s work alone, for a caller that checked the two once (contend watch, every period)."""
     inside = set(tracking.members())
     for pid in cg.members():
         if pid not in inside:

@@ -3,7 +3,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import UNLIMITED_BYTES, Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_procs, write
+from .base import (
+    UNLIMITED_BYTES,
+    Cgroup,
+    IoCounters,
+    IoLimit,
+    Limits,
+    Stats,
+    read_int,
+    read_keyed,
+    read_procs,
+    read_text,
+    write,
+)
 
 # the controllers contend needs, and those it only keeps tidy (so `clean` finds everything)
 NEEDED = ("cpu", "cpuacct", "memory", "blkio", "pids")
@@ -31,9 +43,22 @@ class V1Cgroup(Cgroup):
     def __init__(self, relpath: str, hierarchies: dict[str, Path] | None = None):
         super().__init__(relpath)
         self.h = hierarchies if hierarchies is not None else v1_hierarchies()
+        self._dirs: dict[str, Path] = {}  # the samplers read a dozen files a period: each Path made once
+        self._files: dict[str, str] = {}
+
+    def _f(self, controller: str, name: str) -> str:
+        """A file of this cgroup in a controller's hierarchy (its path made once: samplers read it often)."""
+        key = f"{controller}/{name}"
+        f = self._files.get(key)
+        if f is None:
+            f = self._files[key] = str(self._dir(controller) / name)
+        return f
 
     def _dir(self, controller: str) -> Path:
-        return self.h[controller] / self.relpath
+        d = self._dirs.get(controller)
+        if d is None:
+            d = self._dirs[controller] = self.h[controller] / self.relpath
+        return d
 
     def dirs(self) -> list[Path]:
         seen: dict[Path, None] = {}
@@ -100,16 +125,15 @@ class V1Cgroup(Cgroup):
 
     def stats(self) -> Stats:
         s = Stats()
-        s.cpu_usage_ns = read_int(self._dir("cpuacct") / "cpuacct.usage")
-        cs = read_keyed(self._dir("cpu") / "cpu.stat")
+        s.cpu_usage_ns = read_int(self._f("cpuacct", "cpuacct.usage"))
+        cs = read_keyed(self._f("cpu", "cpu.stat"))
         s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
         s.throttled_ns = cs.get("throttled_time", 0)
-        mem = self._dir("memory")
-        s.memory_current = read_int(mem / "memory.usage_in_bytes")
-        s.memory_peak = read_int(mem / "memory.max_usage_in_bytes")
-        oom = read_keyed(mem / "memory.oom_control")
-        s.memory_events = {"max": read_int(mem / "memory.failcnt"), "oom_kill": oom.get("oom_kill", 0)}
-        ms = read_keyed(mem / "memory.stat")
+        s.memory_current = read_int(self._f("memory", "memory.usage_in_bytes"))
+        s.memory_peak = read_int(self._f("memory", "memory.max_usage_in_bytes"))
+        oom = read_keyed(self._f("memory", "memory.oom_control"))
+        s.memory_events = {"max": read_int(self._f("memory", "memory.failcnt")), "oom_kill": oom.get("oom_kill", 0)}
+        ms = read_keyed(self._f("memory", "memory.stat"))
         s.memory_dirty = ms.get("total_dirty", 0) + ms.get("total_writeback", 0)
         s.memory_majfaults = ms.get("total_pgmajfault", 0)
         s.memory_refaults = ms.get("total_workingset_refault_file", 0) + ms.get("total_workingset_refault_anon", 0)
@@ -124,11 +148,10 @@ class V1Cgroup(Cgroup):
 
     def _io_stats(self) -> dict[str, IoCounters]:
         out: dict[str, IoCounters] = {}
-        blk = self._dir("blkio")
         for fname, rkey, wkey in (("blkio.throttle.io_service_bytes_recursive", "rbytes", "wbytes"),
                                   ("blkio.throttle.io_serviced_recursive", "rios", "wios")):
             try:
-                lines = (blk / fname).read_text().splitlines()
+                lines = read_text(self._f("blkio", fname)).splitlines()
             except OSError:
                 continue
             for line in lines:

@@ -3,7 +3,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import Cgroup, IoCounters, IoLimit, Limits, Stats, read_int, read_keyed, read_pressure, read_procs, write
+from .base import (
+    Cgroup,
+    IoCounters,
+    IoLimit,
+    Limits,
+    Stats,
+    read_int,
+    read_keyed,
+    read_pressure,
+    read_procs,
+    read_text,
+    write,
+)
 
 WANTED = ("cpu", "memory", "io", "pids")
 
@@ -12,10 +24,15 @@ class V2Cgroup(Cgroup):
     def __init__(self, relpath: str, root: Path = Path("/sys/fs/cgroup")):
         super().__init__(relpath)
         self.root = Path(root)
+        self.dir = self.root / self.relpath
+        self._files: dict[str, str] = {}
 
-    @property
-    def dir(self) -> Path:
-        return self.root / self.relpath
+    def _f(self, name: str) -> str:
+        """A file of this cgroup (its path made once: samplers read it often)."""
+        f = self._files.get(name)
+        if f is None:
+            f = self._files[name] = str(self.dir / name)
+        return f
 
     def dirs(self) -> list[Path]:
         return [self.dir]
@@ -77,18 +94,18 @@ class V2Cgroup(Cgroup):
 
     def stats(self) -> Stats:
         s = Stats()
-        cs = read_keyed(self.dir / "cpu.stat")
+        cs = read_keyed(self._f("cpu.stat"))
         s.cpu_usage_ns = cs.get("usage_usec", 0) * 1000
         s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
         s.throttled_ns = cs.get("throttled_usec", 0) * 1000
-        s.memory_current = read_int(self.dir / "memory.current")
-        s.memory_peak = read_int(self.dir / "memory.peak")
-        s.memory_events = read_keyed(self.dir / "memory.events")
-        ms = read_keyed(self.dir / "memory.stat")
+        s.memory_current = read_int(self._f("memory.current"))
+        s.memory_peak = read_int(self._f("memory.peak"))
+        s.memory_events = read_keyed(self._f("memory.events"))
+        ms = read_keyed(self._f("memory.stat"))
         s.memory_dirty = ms.get("file_dirty", 0) + ms.get("file_writeback", 0)
         s.memory_majfaults = ms.get("pgmajfault", 0)
         s.memory_refaults = ms.get("workingset_refault_file", 0) + ms.get("workingset_refault_anon", 0)
-        s.io = parse_io_stat(self.dir / "io.stat")
+        s.io = parse_io_stat(self._f("io.stat"))
         s.pressure = self.pressure()
         return s
 
@@ -107,7 +124,7 @@ class V2Cgroup(Cgroup):
         """PSI of this cgroup (present in every v2 cgroup, controllers or not)."""
         out: dict[str, float] = {}
         for res in ("cpu", "memory", "io"):
-            out.update(read_pressure(self.dir / f"{res}.pressure", res))
+            out.update(read_pressure(self._f(f"{res}.pressure"), res))
         return out
 
     def procs(self) -> list[int]:
@@ -127,10 +144,10 @@ def io_max_line(lim: IoLimit) -> str:
     return f"{lim.device} rbps={v(lim.rbps)} wbps={v(lim.wbps)} riops={v(lim.riops)} wiops={v(lim.wiops)}"
 
 
-def parse_io_stat(path: Path) -> dict[str, IoCounters]:
+def parse_io_stat(path: Path | str) -> dict[str, IoCounters]:
     out: dict[str, IoCounters] = {}
     try:
-        lines = path.read_text().splitlines()
+        lines = read_text(path).splitlines()
     except OSError:
         return out
     for line in lines:

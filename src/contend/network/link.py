@@ -5,10 +5,11 @@ gets a token bucket at the link's capacity (Volpert et al. ran their network tri
 every tenant's traffic queues in that one FIFO. A tenant's own limit is a token bucket on its interface,
 since no runtime sets a network rate itself.
 
-    tenant netns contend-<uid>-<tenant>  eth0 ── contend<t><uid6> ─┐
+    tenant netns contend-<uid>-<tenant>  eth0 ── contend<i><uid6> ─┐
                                                                    bridge contendb<uid6> ── contends<uid6> ──[tbf: capacity]── eth0  netns contend-<uid>-sink (load agent sinks)
 
-Everything is named with contend's prefix and recorded (owned.py) before it is made, so `contend clean`
+A tenant's port is named by its index <i> (a digit: never the bridge's b, the sink's s or a peer's p, whatever
+the tenant's name). Everything is named with contend's prefix and recorded (owned.py) before it is made, so `contend clean`
 finds what a crash left (netns contend-*, links contend*) and knows it for contend's.
 """
 from __future__ import annotations
@@ -102,7 +103,7 @@ class Link:
             self._port(self.sink)
             tbf(None, self.sink.host_dev, self.capacity_bps)  # the shared bottleneck: bridge -> sink
             for i, (tenant, limit) in enumerate(self.limits_bps.items()):
-                port = Port(tenant, f"contend-{self.uid}-{tenant}", f"contend{tenant[0]}{self.short}",
+                port = Port(tenant, f"contend-{self.uid}-{tenant}", f"contend{i}{self.short}",
                             f"{SUBNET}.{i + 2}", FIRST_PORT + i)
                 self._port(port)
                 self.ports[tenant] = port

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Stats, V2Cgroup, mirror
-from ..cgroups.base import read_pressure
+from ..cgroups.base import mirror_members, read_pressure, read_text
 from ..guard.collector import device_counters, latency_ms
 from ..guard.targets import Resolved
 from .runq import RunqProbe
@@ -71,6 +71,67 @@ class Watched:
     unified: V2Cgroup | None
     cgid: str  # the unified cgroup's inode: bpftrace's `cgroup` ("" without one)
     ids: tuple[str, ...] = ()  # its inode and its descendants' (lxc runs a container's tasks in a child cgroup)
+    own: V2Cgroup | None = None  # a contend container's tracking cgroup on a hybrid host, its processes mirrored
+    # its CPU quota and memory limit, read again at each rescan (not every period: they seldom change)
+    ceilings: tuple[float | None, int | None] = (None, None)
+    net_pid: int = 0  # a process in its own network namespace, found again at each rescan (0: none)
+
+
+def host_netns() -> int:
+    """The network namespace contend watch runs in: the host's (/proc/1's may not be ours to read)."""
+    return os.stat("/proc/self/ns/net").st_ino
+
+
+def netns_pid(cg: Cgroup, host_ns: int) -> int:
+    """A process of the container's in its network namespace: of those its processes are in, other than the
+    host's, the one with the most interfaces but lo (gVisor's gofer sits in an empty one beside its sentry's).
+    0: none, or it shares the host's (its traffic cannot be told from the host's)."""
+    best, most = 0, 0
+    seen: set[int] = set()
+    for pid in cg.members()[:16]:
+        try:
+            ns = os.stat(f"/proc/{pid}/ns/net").st_ino
+            if ns == host_ns or ns in seen:
+                continue
+            seen.add(ns)
+            n = sum(1 for ln in read_text(f"/proc/{pid}/net/dev").splitlines()[2:]
+                    if ln.partition(":")[0].strip() != "lo")
+        except OSError:
+            continue
+        if n > most or not best:
+            best, most = pid, n
+    return best
+
+
+def net_counters(pid: int) -> tuple[int, int, int, int]:
+    """(bytes, drops, TCP segments sent, TCP segments retransmitted) of a process's network namespace, every
+    interface but lo (OSError: the process is gone)."""
+    nbytes = drops = 0
+    for line in read_text(f"/proc/{pid}/net/dev").splitlines()[2:]:
+        dev, _, rest = line.partition(":")
+        f = rest.split()
+        if dev.strip() != "lo" and len(f) >= 12:
+            nbytes += int(f[0]) + int(f[8])
+            drops += int(f[3]) + int(f[11])
+    out = retrans = 0
+    head = None
+    for line in read_text(f"/proc/{pid}/net/snmp").splitlines():
+        if line.startswith("Tcp:"):
+            if head is None:
+                head = line.split()
+            else:
+                row = dict(zip(head, line.split()))
+                out, retrans = int(row.get("OutSegs", 0)), int(row.get("RetransSegs", 0))
+    return nbytes, drops, out, retrans
+
+
+def net_signals(now: tuple[int, ...], before: tuple[int, ...], dt: float) -> dict[str, float]:
+    """net_bytes, net_drops, net_retrans from two readings of net_counters (nan without both)."""
+    if not now or not before:
+        return {"net_bytes": math.nan, "net_drops": math.nan, "net_retrans": math.nan}
+    d = [max(0, a - b) for a, b in zip(now, before)]
+    return {"net_bytes": d[0] / dt, "net_drops": d[1] / dt,
+            "net_retrans": d[3] / d[2] if d[2] >= 100 * dt else math.nan}
 
 
 def psi_totals(pressure: dict[str, float]) -> dict[str, float]:
@@ -111,7 +172,8 @@ class WatchCollector:
             if not self.runq.attached:
                 self.runq.stop()
                 self.runq = None
-        self._prev: dict[str, tuple[float, Stats, dict[str, float]]] = {}
+        self._prev: dict[str, tuple[float, Stats, dict[str, float], tuple[int, ...]]] = {}
+        self._host_ns = host_netns()
         self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
         self._host_psi = host_psi()
         self._busy = busy_cpu_s()
@@ -123,36 +185,46 @@ class WatchCollector:
         out = {}
         for name, r in targets.items():
             old = self.watched.get(name)
-            out[name] = self._identify(old) if old is not None and old.relpath == r.relpath else \
+            w = self._identify(old) if old is not None and old.relpath == r.relpath else \
                 self._identify(Watched(name, r.relpath, self.host.cgroup(r.relpath), None, ""))
+            try:
+                w.ceilings = w.cgroup.ceilings()
+                w.net_pid = netns_pid(w.cgroup, self._host_ns)
+            except OSError:
+                pass
+            out[name] = w
         for gone in set(self._prev) - set(out):
             self._prev.pop(gone)
         self.watched = out
 
     def _identify(self, w: Watched) -> Watched:
         """Its unified cgroup and eBPF id, found again (a container's first processes may come later)."""
-        own = self._mirror(w)
+        own = self._own(w)
         if w.cgid and (self.host.mode == "v2" or own is not None) and w.unified is not None:
-            return Watched(w.name, w.relpath, w.cgroup, w.unified, w.cgid, descendant_ids(w.unified.dir))
+            return Watched(w.name, w.relpath, w.cgroup, w.unified, w.cgid, descendant_ids(w.unified.dir), own,
+                           w.ceilings)
         try:
-            u = own if own is not None and own.exists() else unified_of(self.host, w.cgroup, w.relpath)
+            u = own if own is not None else unified_of(self.host, w.cgroup, w.relpath)
             cgid = str(u.inode()) if u is not None and u.exists() else ""
         except OSError:
             u, cgid = None, ""
         if not cgid:  # no process inside now (between two loads): it keeps the one it had
             return w
-        return Watched(w.name, w.relpath, w.cgroup, u, cgid, descendant_ids(u.dir) if u is not None else (cgid,))
+        return Watched(w.name, w.relpath, w.cgroup, u, cgid, descendant_ids(u.dir) if u is not None else (cgid,),
+                       own, w.ceilings)
 
-    def _mirror(self, w: Watched) -> V2Cgroup | None:
-        """A container of contend's own: its tracking cgroup, its processes mirrored there as its sampler does
-        in a study (an exec'd load lands in the runtime's v1 cgroups only). None for any other container."""
+    def _own(self, w: Watched) -> V2Cgroup | None:
+        """A container of contend's own on a hybrid host: its tracking cgroup, its processes mirrored there as
+        its sampler does in a study (an exec'd load lands in the runtime's v1 cgroups only). None for any
+        other container, on v2, and while it has no tracking cgroup."""
         own = self.host.tracking(w.relpath) if w.relpath.startswith(PREFIX + "/") else None
-        if own is not None and own.exists():
-            try:
-                mirror(w.cgroup, own)
-            except OSError:
-                pass
-        return own
+        if own is None or not own.exists():
+            return None
+        try:
+            mirror(w.cgroup, own)
+        except OSError:
+            pass
+        return own if self.host.mode == "hybrid" else None
 
     def close(self) -> None:
         if self.runq is not None:
@@ -166,8 +238,11 @@ class WatchCollector:
         self._t = now
         self.watched = {n: w if w.cgid else self._identify(w) for n, w in self.watched.items()}
         for w in self.watched.values():
-            if w.cgid and self.host.mode == "hybrid":
-                self._mirror(w)
+            if w.own is not None:  # every period: a load exec'd since lands in the v1 cgroups only
+                try:
+                    mirror_members(w.cgroup, w.own)
+                except OSError:
+                    pass
         rq, pre = self.runq.take() if self.runq is not None else ({}, {})
         by_id = {i: n for n, w in self.watched.items() for i in w.ids}
         containers: dict[str, dict[str, float]] = {}
@@ -190,14 +265,22 @@ class WatchCollector:
 
     def _container(self, name: str, w: Watched, now: float, waited: float | None) -> dict[str, float] | None:
         st = w.cgroup.stats()
-        psi = psi_totals(w.unified.pressure()) if w.unified is not None else {}
+        # on v2 the container's own cgroup is its unified one: its stats read the PSI already
+        psi = psi_totals(st.pressure if self.host.mode == "v2" else w.unified.pressure()) \
+            if w.unified is not None else {}
+        net: tuple[int, ...] = ()
+        if w.net_pid:
+            try:
+                net = net_counters(w.net_pid)
+            except (OSError, ValueError):
+                w.net_pid = 0  # gone: found again at the next rescan
         prev = self._prev.get(name)
-        self._prev[name] = (now, st, psi)
+        self._prev[name] = (now, st, psi, net)
         if prev is None:
             return None
         dt = max(now - prev[0], 1e-3)
         p = prev[1]
-        quota, mem_limit = w.cgroup.ceilings()
+        quota, mem_limit = w.ceilings
         io = {d: c for d, c in st.io.items()}
         rates = {d: ((c.rbytes + c.wbytes) - (p.io[d].rbytes + p.io[d].wbytes) if d in p.io else 0,
                      c.wbytes - p.io[d].wbytes if d in p.io else 0,
@@ -223,6 +306,7 @@ class WatchCollector:
         }
         for res, key in (("cpu", "cpu_psi"), ("memory", "mem_psi"), ("io", "io_psi")):
             out[key] = max(0.0, psi[res] - prev[2][res]) / dt if res in psi and res in prev[2] else math.nan
+        out.update(net_signals(net, prev[3], dt))
         ios = out["io_ios"]
         out["io_wait_ms"] = out["io_psi"] * 1e3 / ios if ios >= 1 and math.isfinite(out["io_psi"]) else math.nan
         if busiest is not None and rates[busiest][0] > 0:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from .signals import HOST, WRITEBACK, Frame
 
-RESOURCES = ("cpu", "memory", "disk")
+RESOURCES = ("cpu", "memory", "disk", "network")
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,9 @@ RULES = {
     "memory": Rule((("mem_psi", 0.02), ("majfault", 50.0)), 0.5, "mem", float(64 << 20), ("oom_kill",),
                    (("refault", 250.0),)),
     "disk": Rule((("io_wait_ms", 1.0), ("disk_latency_ms", 1.0)), 1.0, "io_bytes", 5e6),
+    # a shared link's queue overflows: the TCP segments a container sends are lost and sent again (1 % of
+    # them); a neighbour whose traffic rose by 1 MB/s or more is a suspect
+    "network": Rule((("net_retrans", 0.01),), 1.0, "net_bytes", 1e6, also=(("net_drops", 10.0),)),
 }
 
 

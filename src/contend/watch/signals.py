@@ -28,6 +28,11 @@ CONTAINER_SIGNALS: dict[str, tuple[str, str]] = {
     "io_psi": ("s/s", "I/O pressure, some (PSI): time its tasks waited for I/O"),
     "io_wait_ms": ("ms", "its I/O pressure per I/O it did (nan: under one I/O per second, or no PSI)"),
     "dirty": ("bytes", "its page cache dirty or under writeback (buffered writes not on the disk yet)"),
+    "net_bytes": ("B/s", "bytes sent and received per second on its interfaces but lo (its network namespace's "
+                         "/proc/net/dev; nan: it shares the host's)"),
+    "net_drops": ("1/s", "packets its interfaces dropped per second"),
+    "net_retrans": ("share", "share of the TCP segments it sent that were retransmissions (its namespace's "
+                             "/proc/net/snmp; nan: under 100 segments per second)"),
 }
 HOST_SIGNALS: dict[str, tuple[str, str]] = {
     "disk_latency_ms": ("ms", "mean time per I/O completed on the busiest watched disk (/sys/dev/block/*/stat)"),

@@ -15,7 +15,18 @@ from dataclasses import dataclass, field
 from ...cgroups import Limits
 
 TENANTS = ("victim", "bystander", "noisy")
-Load = Callable[[float], list[str]]  # seconds → argv
+
+
+@dataclass(frozen=True)
+class AgentLoad:
+    """contend's load agent sending over TCP to the link's sink, paced at `bps` bits/s, on `connections`
+    connections (a network case's load: it needs the trial's link)."""
+
+    bps: float
+    connections: int = 1
+
+
+Load = Callable[[float], list[str]] | AgentLoad  # seconds → argv, or an agent
 
 
 def stress_cpu(workers: int, load_pct: int = 100) -> Load:
@@ -52,12 +63,14 @@ class Case:
     files: dict[str, str] = field(default_factory=dict)
     shared: Limits | None = None  # a memory limit the three share (a pod's), on contend's parent cgroup
     warm: bool = False  # the files read once through the page cache after their layout (a working set held)
+    link_bps: float | None = None  # the tenants on a shared link of this capacity (network/link.py), or none
 
     def tenant_limits(self) -> dict[str, Limits]:
         return {t: self.limits.get(t, Limits()) for t in TENANTS}
 
 
 LIGHT = stress_cpu(1, 10)
+LINK_BPS = 200e6
 DISK_FILES = {"victim": "256M", "bystander": "64M", "noisy": "1G"}
 MEMORY_FILE = "512M"  # the bystander's steady load in the CPU cases
 
@@ -83,6 +96,10 @@ CASES: dict[str, Case] = {c.name: c for c in (
          warm=True),
     # everyone fits beside the others with room: 1 + 0.1 + 0.2 of the host's two CPUs (at 1 + 0.3 + 0.3 the
     # bystander waited 0.11-0.15 s per second once noisy started: a real harm, rightly blamed on noisy)
+    # on a shared 200 Mbit/s link, the victim sends at 120 and the bystander at 10; noisy floods it on two
+    # connections: the bottleneck's queue overflows and everybody's segments are lost and sent again
+    Case("network", "network", True, {"victim": AgentLoad(120e6), "bystander": AgentLoad(10e6)},
+         {"noisy": AgentLoad(1e9, connections=2)}, link_bps=LINK_BPS),
     Case("harmony", "cpu", False, {"victim": stress_cpu(1), "bystander": LIGHT}, {"noisy": stress_cpu(1, 20)}),
     # the victim's own quota holds it: it waits on the run queue, and nobody else is to blame
     Case("own-quota", "cpu", False, {"bystander": LIGHT}, {"victim": stress_cpu(1)},

@@ -8,21 +8,26 @@ import json
 import subprocess
 import threading
 import time
+import uuid
 
+from ... import runtimes
 from ...cgroups import CgroupHost, detect
+from ...load.agent import Agent, AgentError, start_in
 from ...load.fio import layout, warm
+from ...network import SINK_IP, Link, NetworkError
 from ...probes import Sample
 from ...runtimes import RuntimeFailed, last_line, signals_deferred
 from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, reset_host, stop
 from ...watch.daemon import WatchConfig, Watcher
 from ...watch.signals import Frame
-from .cases import CASES, Case
+from .cases import CASES, TENANTS, AgentLoad, Case, Load
 from .cell import DetectCell
 from .spec import DetectStudy
 
 # the signals kept as samples (source "watch"), for the report's timelines
-KEPT = ("cpu", "rq_delay", "cpu_psi", "throttled", "mem", "mem_psi", "refault", "io_bytes", "io_wait_ms")
+KEPT = ("cpu", "rq_delay", "cpu_psi", "throttled", "mem", "mem_psi", "refault", "io_bytes", "io_wait_ms", "net_bytes",
+        "net_retrans")
 
 
 def trial_id(runtime: str, case: str, rep: int) -> str:
@@ -60,9 +65,13 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
                                                     "ebpf": study.ebpf}),
         facts=facts))
     rec = result.record
+    link = Link(uuid.uuid4().hex[:8], case.link_bps, {name: None for name in TENANTS}) if case.link_bps else None
     try:
+        if link is not None and (why := runtimes.get(runtime, host).no_netns):
+            rec.status, rec.reason = "n/a", why
+            return result
         reset_host(case.resource)
-        with Tenants(runtime, case.tenant_limits(), host, userns=study.userns, shared=case.shared) as t:
+        with Tenants(runtime, case.tenant_limits(), host, userns=study.userns, shared=case.shared, link=link) as t:
             for name, size in case.files.items():  # before the watcher: a layout is not the trial's I/O
                 t.run(name, layout(f"/data/{name}.dat", size), timeout=300, what="fio layout")
                 if case.warm:
@@ -80,6 +89,8 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
         rec.status = "ok"
     except RuntimeFailed as e:
         rec.reason = str(e)
+    except (AgentError, NetworkError) as e:
+        rec.reason = str(e)
     except (OSError, ValueError, subprocess.SubprocessError) as e:
         rec.reason = f"{type(e).__name__}: {e}"
     finally:
@@ -92,40 +103,79 @@ def _wait_until(t: Tenants, at: float) -> None:
         time.sleep(min(0.1, at - t.now()))
 
 
+class Loads:
+    """A case's loads in the tenants, each started on the trial's clock: a command (stress-ng, fio) or load
+    agents (a network case's paced TCP senders); stopped whatever happens."""
+
+    def __init__(self, t: Tenants):
+        self.t = t
+        self.procs: dict[str, tuple[subprocess.Popen, str]] = {}  # key -> (process, its tool)
+        self.agents: dict[str, list[Agent]] = {}
+
+    def start(self, key: str, tenant: str, load: Load, seconds: float) -> None:
+        if isinstance(load, AgentLoad):
+            assert self.t.link is not None, "an agent load needs the case's link"
+            port = self.t.link.ports[tenant]
+            for _ in range(load.connections):
+                a = start_in(self.t.rt, self.t.c[tenant], self.t.data[tenant], ["net", SINK_IP, str(port.server_port)])
+                self.agents.setdefault(key, []).append(a)
+                a.set(load.bps / 8)
+            return
+        argv = load(seconds)
+        self.procs[key] = (self.t.exec(tenant, argv, stdout=subprocess.DEVNULL), argv[0])
+
+    def end(self, keys: list[str], wait_s: float) -> None:
+        """The change's loads: the commands given wait_s to end by themselves, the agents stopped."""
+        for key in keys:
+            if key in self.procs:
+                try:
+                    self.procs[key][0].wait(timeout=wait_s)
+                except subprocess.TimeoutExpired:
+                    pass
+            for a in self.agents.pop(key, []):
+                a.stop()
+
+    def check(self, case: Case) -> None:
+        """A load that failed fails the trial (an OOM kill is the own-memory case's point, not a failure)."""
+        for key, (p, tool) in self.procs.items():
+            if p.poll() is not None and p.returncode not in (0, None) and case.name != "own-memory":
+                err = p.stderr.read() if p.stderr else ""
+                raise RuntimeFailed(f"{key.split(':')[0]}: {tool} exited {p.returncode} {last_line(err)}")
+        for key, agents in self.agents.items():
+            for a in agents:
+                if not a.running:
+                    raise RuntimeFailed(f"{key.split(':')[0]}: {a.why_stopped()}")
+
+    def stop(self) -> None:
+        stop([p for p, _ in self.procs.values()])
+        for agents in self.agents.values():
+            for a in agents:
+                a.stop()
+
+
 def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: float,
            result: TrialResult) -> dict[str, float]:
     """The case's loads on the trial's clock; when the change really started and ended."""
     total = t_change + attack_s + tail_s
-    procs: dict[str, subprocess.Popen] = {}
-    tools: dict[str, str] = {}
+    loads = Loads(t)
     try:
         for name, load in case.at_start.items():
-            argv = load(total)
-            procs[name], tools[name] = t.exec(name, argv, stdout=subprocess.DEVNULL), argv[0]
+            loads.start(name, name, load, total)
         _wait_until(t, t_change)
         start = t.now()
         for name, load in case.at_change.items():
-            argv = load(attack_s)
-            procs[f"{name}:change"], tools[f"{name}:change"] = t.exec(name, argv, stdout=subprocess.DEVNULL), argv[0]
+            loads.start(f"{name}:change", name, load, attack_s)
         result.events.append((start, "noisy" if case.antagonist else "", "change-start",
                               f"{case.name}: {', '.join(case.at_change) or 'nothing'} started"))
         _wait_until(t, start + attack_s)
-        for key in [k for k in procs if k.endswith(":change")]:
-            try:
-                procs[key].wait(timeout=max(5.0, attack_s))
-            except subprocess.TimeoutExpired:
-                pass
+        loads.end([f"{name}:change" for name in case.at_change], max(5.0, attack_s))
         end = t.now()
         result.events.append((end, "", "change-end", f"{case.name}: its loads ended"))
         _wait_until(t, end + tail_s)
-        for key, p in procs.items():
-            # an OOM kill is the own-memory case's point: its load's exit status is not a failure there
-            if p.poll() is not None and p.returncode not in (0, None) and case.name != "own-memory":
-                err = p.stderr.read() if p.stderr else ""
-                raise RuntimeFailed(f"{key.split(':')[0]}: {tools[key]} exited {p.returncode} {last_line(err)}")
+        loads.check(case)
         return {"t_start": start, "t_end": end, "duration_s": t.now()}
     finally:
-        stop(list(procs.values()))
+        loads.stop()
 
 
 def _record(result: TrialResult, rel: dict[str, str], events: list[dict], frames: list[Frame], w: Watcher,
