@@ -54,16 +54,16 @@ def test_a_cells_precision_is_over_all_its_blames_and_latency_percentiles_over_f
 
 def test_bad_detect_specs_are_one_line_and_exit_2(tmp_path):
     spec = tmp_path / "d.yaml"
-    spec.write_text("kind: detect\nname: d\nruntimes: [runc]\ncases: [cpu, network]\n")
+    spec.write_text("kind: detect\nname: d\nruntimes: [runc]\ncases: [cpu, gpu]\n")
     one_line_exit_2(contend("run", str(spec), "--dry-run"), "cases")
     spec.write_text("kind: detect\nname: d\nruntimes: [runc]\ncases: [cpu]\ntrial: {baseline_s: 1}\n")
     one_line_exit_2(contend("run", str(spec), "--dry-run"), "baseline_s")
 
 
 @needs_root
-def test_a_detect_study_end_to_end_names_the_cpu_and_memory_antagonists_and_blames_nobody_in_a_control(tmp_path):
+def test_a_detect_study_end_to_end_names_each_antagonist_and_blames_nobody_in_a_control(tmp_path):
     spec = tmp_path / "detect.yaml"
-    spec.write_text("kind: detect\nname: tiny-detect\nruntimes: [runc]\ncases: [cpu, memory, own-quota]\n"
+    spec.write_text("kind: detect\nname: tiny-detect\nruntimes: [runc]\ncases: [cpu, memory, network, own-quota]\n"
                     "repetitions: 1\n"
                     "trial: {baseline_s: 4, jitter_s: 1, attack_s: 4, tail_s: 1, period_s: 0.5}\n")
     out = tmp_path / "out"
@@ -77,6 +77,8 @@ def test_a_detect_study_end_to_end_names_the_cpu_and_memory_antagonists_and_blam
     # the memory antagonist: the three tenants shared a 1 GiB limit on contend's parent, gone with them
     assert float(rows[("memory", "first_right")]["value"]) == 1.0, rows
     assert not Path("/sys/fs/cgroup/memory/contend").exists() and not Path("/sys/fs/cgroup/contend").exists()
+    # the network antagonist: the three on a shared link, the victim's TCP segments lost and sent again
+    assert float(rows[("network", "first_right")]["value"]) == 1.0, rows
     assert 0 < float(rows[("cpu", "watch_cpu_pct")]["value"]) < 50
     assert "found" in p.stdout and (out / "detect-tables.md").exists() and (out / "report.html").exists()
     assert list((out / "figures").glob("detect-runc.cpu.r1.png"))

@@ -105,7 +105,8 @@ def netns_pid(cg: Cgroup, host_ns: int) -> int:
 
 def net_counters(pid: int) -> tuple[int, int, int, int]:
     """(bytes, drops, TCP segments sent, TCP segments retransmitted) of a process's network namespace, every
-    interface but lo (OSError: the process is gone)."""
+    interface but lo (OSError: the process is gone). Not what its sockets hold to send: /proc/net/tcp walks
+    the kernel's whole connection table, 4.6 ms a read here."""
     nbytes = drops = 0
     for line in read_text(f"/proc/{pid}/net/dev").splitlines()[2:]:
         dev, _, rest = line.partition(":")

@@ -4,7 +4,8 @@ runs live and on a recording (--replay).
 Per container and resource, a symptom (CPU: run-queue delay, else CPU pressure; memory: memory pressure, else
 major faults, and beside either its working set read back (refaults); disk: its I/O pressure per I/O, else the
 disk's latency, while it does I/O; a reader that waits for each I/O is stalled most of the time whatever the
-disk's speed, so its pressure alone says little) is compared with the container's own baseline (its recent
+disk's speed, so its pressure alone says little; network: the share of its TCP segments sent again, and
+beside it its interfaces' drops) is compared with the container's own baseline (its recent
 frames without a symptom). Above max(floor, (1 + rel) × median, median + k robust SDs), the container
 suffers, if it was in the frame before too or is twice that high (an OOM kill is a symptom by itself). Then,
 in order:
@@ -51,9 +52,9 @@ RULES = {
     "memory": Rule((("mem_psi", 0.02), ("majfault", 50.0)), 0.5, "mem", float(64 << 20), ("oom_kill",),
                    (("refault", 250.0),)),
     "disk": Rule((("io_wait_ms", 1.0), ("disk_latency_ms", 1.0)), 1.0, "io_bytes", 5e6),
-    # a shared link's queue overflows: the TCP segments a container sends are lost and sent again (1 % of
-    # them); a neighbour whose traffic rose by 1 MB/s or more is a suspect
-    "network": Rule((("net_retrans", 0.01),), 1.0, "net_bytes", 1e6, also=(("net_drops", 10.0),)),
+    # a shared link's queue overflows: the TCP segments a container sends are lost and sent again (half a
+    # percent of them: none in a calm frame); a neighbour whose traffic rose by 1 MB/s or more is a suspect
+    "network": Rule((("net_retrans", 0.005),), 1.0, "net_bytes", 1e6, also=(("net_drops", 10.0),)),
 }
 
 
