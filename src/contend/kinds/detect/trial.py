@@ -87,9 +87,7 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
                 ran = _loads(t, case, t_change, tr.attack_s, tr.tail_s, result)
             _record(result, rel, events, wt.frames, w, ran)
         rec.status = "ok"
-    except RuntimeFailed as e:
-        rec.reason = str(e)
-    except (AgentError, NetworkError) as e:
+    except (RuntimeFailed, AgentError, NetworkError) as e:
         rec.reason = str(e)
     except (OSError, ValueError, subprocess.SubprocessError) as e:
         rec.reason = f"{type(e).__name__}: {e}"
