@@ -1,28 +1,32 @@
 """What does contend watch cost: its own CPU at 1 s periods with 20 containers watched, and what it takes from
 the workloads it watches.
 
-One runc container runs a CPU benchmark (stress-ng matrixprod on every CPU) and a disk benchmark (fio 4k random
-reads, direct I/O, iodepth 32) for `--seconds` per run, with no watcher and with `contend watch` (eBPF on)
-watching it and 19 more cgroups (each with a sleeping process), interleaved A/B `--rounds` times (side by side in
-one run, never against a number from another day). Prints each setting's median, the ratio watch/none per
-workload, and the watcher's own CPU (its loop's thread and bpftrace's process, after attaching) in % of one CPU.
+One runc container runs a CPU benchmark (stress-ng matrixprod on every CPU), a disk benchmark (fio 4k random
+reads, direct I/O, iodepth 32) and a network one (iperf3 over its loopback) for `--seconds` per run, with no
+watcher, with `contend watch` (eBPF on) and with `contend watch --no-net-rtt` watching it and 19 more cgroups
+(each with a sleeping process), interleaved in rotating order `--rounds` times (side by side in one run, never
+against a number from another day). Prints each setting's median, its ratio to no watcher per workload, and the
+watcher's own CPU (its loop's thread and bpftrace's process, after attaching) in % of one CPU.
 
     sudo .venv/bin/python bench/watch_overhead.py [--seconds 10] [--rounds 5] [--containers 20]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
+import sys
 import threading
+import time
 import uuid
 
 from benchkit import bogo_rate, fio_iops, runc_container
 from contend.cgroups import PREFIX, detect
 from contend.watch.daemon import WatchConfig, Watcher
 
-SETTINGS = ("none", "watch")
+SETTINGS = ("none", "watch", "watch --no-net-rtt")
 
 
 def cpu_work(rt, c, seconds: float) -> float:
@@ -33,7 +37,19 @@ def disk_work(rt, c, seconds: float) -> float:
     return fio_iops(rt, c, seconds, "--size=512M", "--ioengine=libaio", "--iodepth=32")
 
 
-WORKLOADS = {"cpu (bogo ops/s)": cpu_work, "fio 4k randread (IOPS)": disk_work}
+def net_work(rt, c, seconds: float) -> float:
+    """iperf3 over the container's own loopback, in Gbit/s: the most ACKs per second a TCP flow here takes in,
+    each one a run of the watch's RTT probe (tcp:tcp_probe), so the probe's worst case."""
+    if rt.run(c, ["iperf3", "-s", "-1", "-D", "-p", "5299"]).returncode != 0:
+        sys.exit("iperf3 -s failed")
+    time.sleep(0.3)
+    p = rt.run(c, ["iperf3", "-c", "127.0.0.1", "-p", "5299", "-t", f"{seconds:g}", "-J"], timeout=seconds + 60)
+    if p.returncode != 0:
+        sys.exit(f"iperf3 failed: {p.stderr}")
+    return json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
+
+
+WORKLOADS = {"cpu (bogo ops/s)": cpu_work, "fio 4k randread (IOPS)": disk_work, "iperf3 loopback (Gbit/s)": net_work}
 
 
 class Sleepers:
@@ -63,7 +79,7 @@ class Sleepers:
 def one(rt, c, setting: str, work, seconds: float, selectors: list[str], cost: list[float]) -> float:
     if setting == "none":
         return work(rt, c, seconds)
-    w = Watcher(WatchConfig(selectors, period=1.0, metrics="off"))
+    w = Watcher(WatchConfig(selectors, period=1.0, metrics="off", net_rtt=setting == "watch"))
     stop = threading.Event()
     th = threading.Thread(target=w.run, args=(stop,))
     th.start()
@@ -89,7 +105,7 @@ def main() -> None:
             selectors = [f"cgroup:{c.cgroup.relpath}", f"cgroup:{PREFIX}/{sleepers.run}-*"]
             for r in range(args.rounds):
                 for w, work in WORKLOADS.items():
-                    order = SETTINGS if r % 2 == 0 else SETTINGS[::-1]  # A/B, then B/A: no order bias
+                    order = SETTINGS[r % 3:] + SETTINGS[:r % 3]  # rotating: no order bias
                     for s in order:
                         results[(w, s)].append(one(rt, c, s, work, args.seconds, selectors, cost))
                         print(f"round {r + 1} {w:24s} {s:5s} {results[(w, s)][-1]:10.1f}", flush=True)
@@ -98,9 +114,10 @@ def main() -> None:
     print(f"\nmedian of {args.rounds} interleaved rounds, {args.seconds:g} s each, one runc container loaded and "
           f"{args.containers} watched:")
     for w in WORKLOADS:
-        none, watched = (statistics.median(results[(w, s)]) for s in SETTINGS)
-        print(f"  {w:24s} none {none:10.1f}   watched {watched:10.1f}   ratio {watched / none:.3f}"
-              f"   overhead {100 * (1 - watched / none):+.1f} %")
+        none, *watched = (statistics.median(results[(w, s)]) for s in SETTINGS)
+        print(f"  {w:24s} none {none:10.1f}" + "".join(
+            f"   {s} {x:10.1f} (ratio {x / none:.3f}, {100 * (1 - x / none):+.1f} %)"
+            for s, x in zip(SETTINGS[1:], watched)))
     print(f"  the watcher's own CPU (its loop and bpftrace), median of {len(cost)} runs: "
           f"{statistics.median(cost):.2f} % of one CPU (max {max(cost):.2f} %)")
 

@@ -6,6 +6,7 @@ import csv
 import math
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from contend.kinds.detect.metrics import Truth, cell_figures, trial_metrics
@@ -79,6 +80,11 @@ def test_a_detect_study_end_to_end_names_each_antagonist_and_blames_nobody_in_a_
     assert not Path("/sys/fs/cgroup/memory/contend").exists() and not Path("/sys/fs/cgroup/contend").exists()
     # the network antagonist: the three on a shared link, the victim's TCP segments lost and sent again
     assert float(rows[("network", "first_right")]["value"]) == 1.0, rows
+    # its round trips waited in the link's queue through the flood (0.02 ms calm here, 17-22 ms flooded)
+    with duckdb.connect(str(out / "contend.duckdb"), read_only=True) as db:
+        (rtt,), = db.execute("SELECT max(value) FROM samples WHERE trial_id = 'runc.network.r1' AND "
+                             "tenant = 'victim' AND quantity = 'net_rtt_ms'").fetchall()
+    assert rtt is not None and rtt > 2.0, rtt
     assert 0 < float(rows[("cpu", "watch_cpu_pct")]["value"]) < 50
     assert "found" in p.stdout and (out / "detect-tables.md").exists() and (out / "report.html").exists()
     assert list((out / "figures").glob("detect-runc.cpu.r1.png"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -14,7 +15,9 @@ import pytest
 
 from contend.cgroups import Limits, detect
 from contend.paths import DATA
+from contend.watch.collector import host_netns
 from contend.watch.daemon import WatchConfig, Watcher
+from contend.watch.runq import BTF, RunqProbe
 from contend.watch.signals import Frame
 
 from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require
@@ -186,7 +189,7 @@ def test_watch_records_and_replay_gives_the_same_events(boxes, tmp_path):
         later.join()
     assert p.returncode == 0, p.stderr
     live = [json.loads(ln) for ln in p.stdout.splitlines()]
-    assert ("victim", "cpu", "blame", "noisy") in started(live), live
+    assert ("victim", "cpu", "blame", "noisy") in started(live), (live, rec.read_text()[-6000:])
     r = contend("watch", "--replay", str(rec), "--json")
     assert r.returncode == 0 and [json.loads(ln) for ln in r.stdout.splitlines()] == live
     again = contend("watch", "--record", str(rec), "--duration", "1", "--metrics", "off")
@@ -279,3 +282,34 @@ def test_sigterm_stops_the_watch_and_its_probe_with_it():
             p.kill()
     assert p.returncode == 0 and "Traceback" not in err, err
     assert all(not os.path.exists(f"/proc/{pid}") for pid in probe), "bpftrace outlived the watch"
+
+
+@needs_root
+def test_the_probe_reads_tcp_round_trips_per_network_namespace_unless_told_not_to():
+    """Real TCP over this namespace's loopback: the probe's RTT is keyed by the namespace's inode; with net_rtt
+    off the tracepoint is not attached at all (its cost is the tracepoint's, docs/watch.md)."""
+    require("bpftrace")
+    if not BTF.exists():
+        pytest.skip("no BTF: no RTT probe")
+    off = RunqProbe(net_rtt=False).start()
+    try:
+        assert off.attached == ["runq"], off.problems
+    finally:
+        off.stop()
+    probe = RunqProbe().start()
+    try:
+        assert probe.attached == ["runq", "tcp_rtt"], probe.problems
+        srv = socket.create_server(("127.0.0.1", 0))
+        cli = socket.create_connection(srv.getsockname())
+        conn, _ = srv.accept()
+        for _ in range(2000):  # many small round trips: segments taken in on both sockets
+            cli.sendall(b"x" * 512)
+            conn.recv(4096)
+        time.sleep(0.6)  # two of the probe's periods
+        rtt = probe.take()[2]
+        for s in (cli, conn, srv):
+            s.close()
+    finally:
+        probe.stop()
+    assert str(host_netns()) in rtt, rtt
+    assert 0 < rtt[str(host_netns())] < 50, rtt  # ms: loopback's round trips are µs

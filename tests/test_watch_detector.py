@@ -46,6 +46,16 @@ def test_a_cpu_antagonist_is_named_by_its_preemptions_in_the_first_frame_it_hurt
     assert ev[0]["suspects"][0][0] == "noisy"
 
 
+def test_preemptions_by_none_of_those_whose_use_rose_fall_back_to_the_rise():
+    """eBPF saw the victim preempted only by tasks outside every suspect (the host's): the preemptions say
+    nothing about who rose, so the suspects are ranked by their rise, as without eBPF."""
+    fs = series(20, CALM_CPU, {"noisy": {"cpu": 1.6}, "victim": {"cpu": 0.55, "rq_delay": 0.45}},
+                preempt={"victim": {HOST: 40.0}})
+    ev = run(fs)
+    assert blames(ev) == [("victim", "cpu", "blame", "noisy")]
+    assert "rose most" in ev[0]["why"] and "preemptions_s" in ev[0]["evidence"]
+
+
 def test_without_ebpf_the_suspect_is_the_one_whose_use_rose():
     calm = {c: {"cpu": s["cpu"], "cpu_psi": s["rq_delay"]} for c, s in CALM_CPU.items()}
     fs = series(20, calm, {"noisy": {"cpu": 1.6}, "bystander": {"cpu": 0.25}, "victim": {"cpu": 0.5,
@@ -119,6 +129,26 @@ def test_retransmissions_on_a_shared_link_blame_the_neighbour_whose_traffic_rose
     for i, r in zip(range(10, 14), (0.0088, 0.0, 0.0157, 0.0)):
         rare[i].containers["victim"]["net_retrans"] = r
     assert blames(run(rare)) == [("victim", "network", "blame", "noisy")]
+
+
+def test_round_trips_in_a_full_link_queue_blame_the_flood_for_as_long_as_it_lasts():
+    """The network case as measured under runc (contend run, detect, 2026-11-25): the victim's TCP RTT went
+    from 0.02 ms to 17-21 ms in every frame of the flood, its retransmissions only in the first (4 %, then
+    none as TCP backed off); the bystander's too (0.2 → 18 ms: noisy hurt it as well). Noisy sent nothing
+    before: no RTT of its own to compare with, not judged."""
+    calm = {"victim": {"net_bytes": 15.1e6, "net_retrans": 0.0, "net_rtt_ms": 0.021},
+            "noisy": {"net_bytes": 0.0},
+            "bystander": {"net_bytes": 1.4e6, "net_retrans": 0.0, "net_rtt_ms": 0.18}}
+    flood = {"victim": {"net_bytes": 1.6e6, "net_rtt_ms": 18.0}, "noisy": {"net_bytes": 21e6, "net_rtt_ms": 18.0},
+             "bystander": {"net_bytes": 1.3e6, "net_rtt_ms": 18.5}}
+    fs = series(30, calm, flood, start=10)
+    for f in fs[20:]:  # the flood ends
+        f.containers = {c: dict(sig) for c, sig in calm.items()}
+    fs[10].containers["victim"]["net_retrans"] = 0.037
+    ev = run(fs)
+    assert set(blames(ev)) == {("victim", "network", "blame", "noisy"), ("bystander", "network", "blame", "noisy")}
+    cleared = {e["victim"]: e["t"] for e in ev if e["event"] == "cleared"}
+    assert cleared["victim"] >= 21.0  # blamed through the flood, not only while it lost segments
 
 
 def test_network_counters_become_rates_and_a_retransmission_share_only_with_enough_segments():

@@ -488,6 +488,10 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                      "(no root needed); prints its events."),
           ebpf: bool = typer.Option(True, "--ebpf/--no-ebpf", help="Run-queue delay and preemptions by eBPF "
                                                                    "(else CPU pressure only)."),
+          net_rtt: bool = typer.Option(True, "--net-rtt/--no-net-rtt",
+                                       help="With eBPF, containers' TCP round-trip times (tcp_probe); it costs a "
+                                            "loopback TCP flood ~10 % of its throughput (docs/watch.md). Off: "
+                                            "retransmissions and drops only."),
           disk: list[str] = typer.Option([], "--disk", metavar="MAJ:MIN", help="A disk whose latency counts "
                                                                               "(repeatable; default: every disk)."),
           metrics: str = typer.Option("127.0.0.1:9733", help="Prometheus endpoint HOST:PORT, or off."),
@@ -528,7 +532,8 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                          else ""))
     _term_as_interrupt()
     live = sys.stdout.isatty() and not as_json
-    cfg = WatchConfig(targets, period=period, ebpf=ebpf, metrics=metrics, disks=list(disk) or None, hook=hook)
+    cfg = WatchConfig(targets, period=period, ebpf=ebpf, net_rtt=net_rtt, metrics=metrics, disks=list(disk) or None,
+                      hook=hook)
     try:
         w = Watcher(cfg, events=None if live else emit, record=out)
     except OSError as e:  # the metrics port taken, say

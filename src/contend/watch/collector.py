@@ -75,6 +75,7 @@ class Watched:
     # its CPU quota and memory limit, read again at each rescan (not every period: they seldom change)
     ceilings: tuple[float | None, int | None] = (None, None)
     net_pid: int = 0  # a process in its own network namespace, found again at each rescan (0: none)
+    netns: str = ""  # that namespace's inode: the eBPF TCP RTT's key
 
 
 def host_netns() -> int:
@@ -82,11 +83,12 @@ def host_netns() -> int:
     return os.stat("/proc/self/ns/net").st_ino
 
 
-def netns_pid(cg: Cgroup, host_ns: int) -> int:
-    """A process of the container's in its network namespace: of those its processes are in, other than the
-    host's, the one with the most interfaces but lo (gVisor's gofer sits in an empty one beside its sentry's).
-    0: none, or it shares the host's (its traffic cannot be told from the host's)."""
-    best, most = 0, 0
+def netns_pid(cg: Cgroup, host_ns: int) -> tuple[int, int]:
+    """(a process of the container's in its network namespace, that namespace's inode): of those its processes
+    are in, other than the host's, the one with the most interfaces but lo (gVisor's gofer sits in an empty
+    one beside its sentry's). (0, 0): none, or it shares the host's (its traffic cannot be told from the
+    host's)."""
+    best, best_ns, most = 0, 0, 0
     seen: set[int] = set()
     for pid in cg.members()[:16]:
         try:
@@ -99,8 +101,8 @@ def netns_pid(cg: Cgroup, host_ns: int) -> int:
         except OSError:
             continue
         if n > most or not best:
-            best, most = pid, n
-    return best
+            best, best_ns, most = pid, ns, n
+    return best, best_ns
 
 
 def net_counters(pid: int) -> tuple[int, int, int, int]:
@@ -160,7 +162,7 @@ def busy_cpu_s() -> float | None:
 
 class WatchCollector:
     def __init__(self, host: CgroupHost, disks: list[str] | None = None, ebpf: bool = True,
-                 clock0: float | None = None):
+                 clock0: float | None = None, net_rtt: bool = True):
         self.host = host
         self.disks = disks if disks is not None else whole_disks()
         self.watched: dict[str, Watched] = {}
@@ -168,7 +170,7 @@ class WatchCollector:
         self.problems: list[str] = []
         self.probe_cpu_s = 0.0  # CPU-seconds bpftrace used once attached (its start aside), once closed
         if ebpf:
-            self.runq = RunqProbe().start()
+            self.runq = RunqProbe(net_rtt=net_rtt).start()
             self.problems += self.runq.problems
             if not self.runq.attached:
                 self.runq.stop()
@@ -190,7 +192,8 @@ class WatchCollector:
                 self._identify(Watched(name, r.relpath, self.host.cgroup(r.relpath), None, ""))
             try:
                 w.ceilings = w.cgroup.ceilings()
-                w.net_pid = netns_pid(w.cgroup, self._host_ns)
+                w.net_pid, ns = netns_pid(w.cgroup, self._host_ns)
+                w.netns = str(ns)
             except OSError:
                 pass
             out[name] = w
@@ -244,7 +247,7 @@ class WatchCollector:
                     mirror_members(w.cgroup, w.own)
                 except OSError:
                     pass
-        rq, pre = self.runq.take() if self.runq is not None else ({}, {})
+        rq, pre, rtt = self.runq.take() if self.runq is not None else ({}, {}, {})
         by_id = {i: n for n, w in self.watched.items() for i in w.ids}
         containers: dict[str, dict[str, float]] = {}
         for name, w in self.watched.items():
@@ -254,6 +257,8 @@ class WatchCollector:
             except OSError:
                 continue  # gone between scan and now
             if sig is not None:
+                # no ACK this period, or no eBPF: nan (a container without TCP traffic has no RTT)
+                sig["net_rtt_ms"] = rtt.get(w.netns, math.nan) if w.net_pid else math.nan
                 containers[name] = sig
         preempt: dict[str, dict[str, float]] = {}
         for (vid, bid), n in pre.items():

@@ -61,6 +61,7 @@ class WatchConfig:
     targets: list[str]
     period: float = 1.0
     ebpf: bool = True
+    net_rtt: bool = True  # with ebpf: the TCP round-trip probe (it costs TCP floods some throughput: docs/watch.md)
     metrics: str = "off"
     disks: list[str] | None = None
     rescan_s: float = 5.0
@@ -75,7 +76,7 @@ class Watcher:
         self.host = host or detect()
         self.detector = Detector(**cfg.detector)
         self.metrics = WatchMetrics(cfg.metrics)
-        self.collector = WatchCollector(self.host, cfg.disks, cfg.ebpf, clock0)
+        self.collector = WatchCollector(self.host, cfg.disks, cfg.ebpf, clock0, cfg.net_rtt)
         self.cpu_s = 0.0  # CPU-seconds its own loop used (its thread); bpftrace's: collector.probe_cpu_s
         self.on_event = events or (lambda e: None)
         self.record = record

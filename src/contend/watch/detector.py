@@ -4,8 +4,8 @@ runs live and on a recording (--replay).
 Per container and resource, a symptom (CPU: run-queue delay, else CPU pressure; memory: memory pressure, else
 major faults, and beside either its working set read back (refaults); disk: its I/O pressure per I/O, else the
 disk's latency, while it does I/O; a reader that waits for each I/O is stalled most of the time whatever the
-disk's speed, so its pressure alone says little; network: the share of its TCP segments sent again, and
-beside it its interfaces' drops) is compared with the container's own baseline (its recent
+disk's speed, so its pressure alone says little; network: its TCP round-trip time, and beside it the share
+of its TCP segments sent again and its interfaces' drops) is compared with the container's own baseline (its recent
 frames without a symptom). Above max(floor, (1 + rel) × median, median + k robust SDs), the container
 suffers, if it was in the frame before too or is twice that high (an OOM kill is a symptom by itself). Then,
 in order:
@@ -52,9 +52,12 @@ RULES = {
     "memory": Rule((("mem_psi", 0.02), ("majfault", 50.0)), 0.5, "mem", float(64 << 20), ("oom_kill",),
                    (("refault", 250.0),)),
     "disk": Rule((("io_wait_ms", 1.0), ("disk_latency_ms", 1.0)), 1.0, "io_bytes", 5e6),
-    # a shared link's queue overflows: the TCP segments a container sends are lost and sent again (half a
-    # percent of them: none in a calm frame); a neighbour whose traffic rose by 1 MB/s or more is a suspect
-    "network": Rule((("net_retrans", 0.005),), 1.0, "net_bytes", 1e6, also=(("net_drops", 10.0),)),
+    # a neighbour floods a shared link: a container's TCP round trips wait in the link's queue (tens of µs
+    # calm, its length when full: 20 ms on contend's link; 2 ms is ten times any calm frame seen), and as the
+    # queue overflows, its segments are lost and sent again (half a percent of them: none in a calm frame) in
+    # a burst TCP backs off from; a neighbour whose traffic rose by 1 MB/s or more is a suspect
+    "network": Rule((("net_rtt_ms", 2.0),), 1.0, "net_bytes", 1e6,
+                    also=(("net_retrans", 0.005), ("net_drops", 10.0))),
 }
 
 
@@ -164,11 +167,13 @@ class Detector:
             for fr in self.recent:
                 for s, n in fr.preempt.get(victim, {}).items():
                     preempt[s] = preempt.get(s, 0.0) + n
-        by_preemption = sum(preempt.values()) > 0
-        if by_preemption:  # who took the victim's CPUs, of those whose use rose (itself included)
-            score = {s: preempt.get(s, 0.0) for s in eligible if preempt.get(s, 0.0) > 0}
+        if preempt:
             ev["preemptions_s"] = sum(preempt.values()) / max(len(self.recent), 1)
-        else:
+        # who took the victim's CPUs, of those whose use rose (itself included); when none of them did (it
+        # was preempted only by others, or eBPF missed them), the preemptions say nothing: rank by the rise
+        score = {s: preempt.get(s, 0.0) for s in eligible if preempt.get(s, 0.0) > 0}
+        by_preemption = bool(score)
+        if not by_preemption:
             score = {s: rises[s] for s in eligible}
         for s in sorted(eligible, key=lambda s: -rises[s])[:3]:
             ev[f"rise:{s}"] = rises[s]

@@ -31,6 +31,8 @@ CONTAINER_SIGNALS: dict[str, tuple[str, str]] = {
     "net_bytes": ("B/s", "bytes sent and received per second on its interfaces but lo (its network namespace's "
                          "/proc/net/dev; nan: it shares the host's)"),
     "net_drops": ("1/s", "packets its interfaces dropped per second"),
+    "net_rtt_ms": ("ms", "the mean smoothed round-trip time of its TCP connections, over the ACKs they took in "
+                         "(eBPF tcp_probe, by network namespace; nan: no ACK, no eBPF or no BTF)"),
     "net_retrans": ("share", "share of the TCP segments it sent that were retransmissions (its namespace's "
                              "/proc/net/snmp; nan: under 100 segments per second)"),
 }

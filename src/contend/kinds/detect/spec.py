@@ -38,6 +38,7 @@ class DetectStudy(StudyKind):
     trial: DetectTrial = DetectTrial()
     seed: int = 1  # the antagonists' start times are drawn from it (the same spec, the same times)
     ebpf: bool = True  # the watcher's run-queue probe (off: CPU pressure only)
+    net_rtt: bool = True  # with ebpf, its TCP round-trip probe (off: retransmissions and drops only)
     quick: DetectQuick = DetectQuick()
 
     def quickened(self) -> "DetectStudy":

@@ -27,7 +27,7 @@ from .spec import DetectStudy
 
 # the signals kept as samples (source "watch"), for the report's timelines
 KEPT = ("cpu", "rq_delay", "cpu_psi", "throttled", "mem", "mem_psi", "refault", "io_bytes", "io_wait_ms", "net_bytes",
-        "net_retrans")
+        "net_retrans", "net_rtt_ms")
 
 
 def trial_id(runtime: str, case: str, rep: int) -> str:
@@ -62,7 +62,7 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
     result = TrialResult(TrialRecord(
         trial_id=trial_id(runtime, case_name, rep), runtime=runtime, repetition=rep,
         cell=DetectCell(case_name, case.resource, {"trial": tr.model_dump(), "t_change_planned": t_change,
-                                                    "ebpf": study.ebpf}),
+                                                    "ebpf": study.ebpf, "net_rtt": study.net_rtt}),
         facts=facts))
     rec = result.record
     link = Link(uuid.uuid4().hex[:8], case.link_bps, {name: None for name in TENANTS}) if case.link_bps else None
@@ -79,7 +79,7 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
             rel = {t.c[n].cgroup.relpath: n for n in t.c}
             events: list[dict] = []
             w = Watcher(WatchConfig([f"cgroup:{r}" for r in rel], period=tr.period_s, ebpf=study.ebpf,
-                                    metrics="off"), host, events=events.append)
+                                    net_rtt=study.net_rtt, metrics="off"), host, events=events.append)
             if w.problems:
                 result.events.append((0.0, "", "watch-problem", "; ".join(w.problems)))
             t.clock0 = w.collector.clock0  # one clock: the watcher's frames and the trial's events
