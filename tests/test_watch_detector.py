@@ -250,3 +250,23 @@ def test_a_newcomer_whose_own_use_rose_most_waits_for_the_others_its_own_doing()
                 preempt={"noisy": {"victim": 200.0, HOST: 20.0}, "victim": {"noisy": 200.0}},
                 host_calm={"cpu_other": 0.05}, host_hurt={"cpu_other": 0.3})
     assert sorted(blames(run(fs))) == [("noisy", "cpu", "self", "noisy"), ("victim", "cpu", "blame", "noisy")]
+
+
+def test_the_live_table_shows_each_containers_network_beside_its_verdict():
+    from rich.console import Console
+
+    from contend.watch.view import table
+    f = Frame(5.0, 1.0, {"victim": {"cpu": 0.1, "net_bytes": 1.6e6, "net_rtt_ms": 18.04},
+                         "noisy": {"cpu": 0.3, "net_bytes": 21e6}})
+    fs = series(20, {"victim": {"net_bytes": 15e6, "net_rtt_ms": 0.02}, "noisy": {"net_bytes": 0.0}},
+                {"victim": {"net_bytes": 1.6e6, "net_rtt_ms": 18.0}, "noisy": {"net_bytes": 21e6}})
+    d = Detector()
+    for fr in fs:
+        d.step(fr)
+    con = Console(width=200, record=True)
+    con.print(table(f, d.verdicts()))
+    out = con.export_text()
+    assert "net MB/s" in out and "rtt ms" in out
+    row = next(ln for ln in out.splitlines() if "victim" in ln)
+    assert "1.6" in row and "18.0" in row and "network: hurt by noisy" in row
+    assert "21.0" in next(ln for ln in out.splitlines() if "noisy" in ln)

@@ -19,7 +19,8 @@ def table(frame: Frame | None, verdicts: list[Verdict], problems: list[str] = ()
     """caps: the guard's disk caps now (contend watch --guard), bytes/s by container; None: no guard."""
     t = Table(title="contend watch", caption="; ".join(problems) or None, expand=False)
     cols = [("container", "left"), ("CPU", "right"), ("wait s/s", "right"), ("thr", "right"),
-            ("mem MiB", "right"), ("mem psi", "right"), ("disk MB/s", "right"), ("io psi", "right")]
+            ("mem MiB", "right"), ("mem psi", "right"), ("disk MB/s", "right"), ("io psi", "right"),
+            ("net MB/s", "right"), ("rtt ms", "right")]
     for col, just in cols + ([("cap MB/s", "right")] if caps is not None else []) + [("verdict", "left")]:
         t.add_column(col, justify=just, no_wrap=col != "verdict")  # type: ignore[arg-type]
     by_victim: dict[str, list[Verdict]] = {}
@@ -30,7 +31,8 @@ def table(frame: Frame | None, verdicts: list[Verdict], problems: list[str] = ()
         wait = wait if math.isfinite(wait) else s.get("cpu_psi", math.nan)
         cells = [name[:28], _num(s.get("cpu", math.nan)), _num(wait), _num(s.get("throttled", math.nan), "{:.0%}"),
                  _num(s.get("mem", math.nan) / 2**20, "{:.0f}"), _num(s.get("mem_psi", math.nan)),
-                 _num(s.get("io_bytes", math.nan) / 1e6, "{:.1f}"), _num(s.get("io_psi", math.nan))]
+                 _num(s.get("io_bytes", math.nan) / 1e6, "{:.1f}"), _num(s.get("io_psi", math.nan)),
+                 _num(s.get("net_bytes", math.nan) / 1e6, "{:.1f}"), _num(s.get("net_rtt_ms", math.nan), "{:.1f}")]
         if caps is not None:
             cells.append(_num(caps.get(name, math.nan) / 1e6, "{:.0f}"))
         t.add_row(*cells, "\n".join(line(v) for v in by_victim.get(name, [])) or "ok")
