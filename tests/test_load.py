@@ -185,6 +185,15 @@ def test_memory_above_the_limit_is_oom_killed(tenant):
     assert c.cgroup.stats().memory_events.get("oom_kill", 0) >= 1
 
 
+def test_an_agent_whose_output_ends_before_its_exec_exits_is_said_to_have_exited():
+    """The OOM killer ends the agent in the container; runc exec, whose pipes these are, exits a moment after
+    its output closed. The error is the exit, not "stopped answering" (a CI run failed on that race)."""
+    from contend.load.agent import AgentError
+    a = Agent.start(["sh", "-c", "exec 1>&-; sleep 0.5; exit 3"], subprocess.Popen)
+    with pytest.raises(AgentError, match="exited 3"):
+        a.set(1.0, timeout=10)
+
+
 def unwritten_blocks(path: Path) -> int:
     """Blocks of a file that are allocated but never written (ext4's unwritten extents, from filefrag -v):
     a direct write there converts the extent, a journalled metadata change the disk's steady rate lacks."""

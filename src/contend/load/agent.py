@@ -131,6 +131,11 @@ class Agent:
 
     def why_stopped(self) -> str:
         code = self.proc.poll()
+        if code is None:  # its output ended or its input broke: the exec (runc's, say) exits a moment later
+            try:
+                code = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         if self.error:
             return f"load agent: {self.error}"
         if code is None:
