@@ -41,7 +41,7 @@ def read_run(directory: Path, reanalyze: bool = False) -> tuple[dict, dict]:
                  for r in store.metrics() if r["metric"] in METRICS}
         trials: dict[str, dict] = {}
         for r in store.trial_metric_rows():
-            if r["metric"] in (*METRICS, "host_speedup"):
+            if r["metric"] in (*METRICS, "host_speedup", "W_d_ref", "host_outside"):
                 trials.setdefault(r["trial_id"], {"cell": (r["runtime"], r["scenario"], r["resource"])})[
                     (r["view"], r["metric"])] = r["value"]
     return cells, trials
@@ -79,14 +79,16 @@ def report(dirs: list[Path], reanalyze: bool = False) -> int:
             deltas = {m: t.get(("host", m), math.nan) - t.get(("ebpf", m), math.nan) for m in MAX_DELTA}
             if not all(math.isfinite(d) for d in deltas.values()):
                 continue
-            print(f"  run {i} {tid}: " +
-                  "  ".join(f"Δ{m} {d:+.3f}" for m, d in deltas.items()))
+            print(f"  run {i} {tid}: " + "  ".join(f"Δ{m} {d:+.3f}" for m, d in deltas.items()) +
+                  f"  host_outside {t.get(('host', 'host_outside'), math.nan):+.3f}")
             for m, d in deltas.items():
                 worst[m] = max(worst[m], abs(d))
                 if abs(d) > MAX_DELTA[m]:
                     misses.append(f"run {i} trial {tid}: |Δ{m}| {abs(d):.3f} > {MAX_DELTA[m]}")
     print("largest |Δ| host − eBPF: " + ", ".join(f"{m} {x:.3f}" for m, x in worst.items()))
     speed_report(runs)
+    reference_report(runs)
+    outside_report(runs)
     print(f"\ntargets: {'all met' if not misses else f'{len(misses)} missed'}")
     for m in misses:
         print(f"  MISSED {m}")
@@ -110,6 +112,45 @@ def speed_report(runs: list[tuple[dict, dict]]) -> None:
     for cell, kinds in sorted(cells.items()):
         print(f"  {' '.join(cell)}: " + "; ".join(
             f"{k} {len(v)} trials" + (f" {min(v):.2f}–{max(v):.2f}" if v else "") for k, v in kinds.items()))
+
+
+def reference_report(runs: list[tuple[dict, dict]]) -> None:
+    """Where the SD of a CPU cell's I_intFree comes from: its trials split by the host view's change point. A
+    loss near the band's floor (5 %) puts the reference at the start in some trials (I_intFree over the whole
+    ramp) and at a later step in others (over the degraded steps alone): I_intFree is discontinuous there, by
+    Krebs' definition, while I_plr moves smoothly."""
+    cells: dict[tuple, dict[str, list[tuple[float, float]]]] = {}
+    for _, trials in runs:
+        for t in trials.values():
+            ref, free, plr = (t.get(("host", m)) for m in ("W_d_ref", "I_intFree", "I_plr"))
+            if t["cell"][2] == "cpu" and all(finite(x) for x in (ref, free, plr)):
+                kind = "later" if ref > 0 else "start"
+                cells.setdefault(t["cell"], {"start": [], "later": []})[kind].append((plr, free))
+    if not cells:
+        return
+    print("\nhost view of CPU, trials by where the change point put the reference (start: none found, the whole "
+          "ramp; later: W_d,ref > 0):")
+    for cell, kinds in sorted(cells.items()):
+        print(f"  {' '.join(cell)}: " + "; ".join(
+            f"{k} {len(v)} trials" + (f" I_plr {min(p for p, _ in v):.3f}–{max(p for p, _ in v):.3f}, I_intFree "
+                                      f"{min(f for _, f in v):.3f}–{max(f for _, f in v):.3f}" if v else "")
+            for k, v in kinds.items()))
+
+
+def outside_report(runs: list[tuple[dict, dict]]) -> None:
+    """Per CPU cell, the trials in which something outside the tenants (another process, the hypervisor's
+    steal) took more of the host's CPUs during the ramp than during the baseline (host_outside > the band)."""
+    from contend.report.table import OUTSIDE
+    cells: dict[tuple, list[float]] = {}
+    for _, trials in runs:
+        for t in trials.values():
+            if finite(x := t.get(("host", "host_outside"))):
+                cells.setdefault(t["cell"], []).append(x)
+    if cells:
+        print(f"\nCPU taken outside the tenants during the ramp (|host_outside| > {OUTSIDE} flags a trial):")
+    for cell, xs in sorted(cells.items()):
+        print(f"  {' '.join(cell)}: {sum(abs(x) > OUTSIDE for x in xs)} of {len(xs)} trials flagged, "
+              f"host_outside {min(xs):+.3f} to {max(xs):+.3f}")
 
 
 def main() -> None:

@@ -85,6 +85,36 @@ def test_the_abiding_load_never_idles_in_a_real_trial(tmp_path, runtime):
     assert [e for e in events if e["kind"].startswith("load-")] == []
 
 
+@needs_root
+def test_cpu_taken_by_a_process_outside_the_tenants_is_flagged(tmp_path):
+    """A process on the host, outside both tenants, spins a CPU from the end of the baseline on: the abiding
+    tenant loses CPU as if to a neighbour. The host's CPUs are sampled beside the tenants' (busy and stolen),
+    so the trial's host_outside says 0.3-0.5 of the CPUs were taken outside, and every view of the cell is
+    flagged with the reason in the terminal's table."""
+    runtime_or_skip("runc")
+    out = tmp_path / "res"
+    spec = tiny_spec(tmp_path / "s.yaml", baseline=3, steps=2, step_s=3)
+    run = subprocess.Popen([*CONTEND, "run", str(spec), "--out", str(out)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"})
+    try:
+        deadline = time.monotonic() + 120
+        while subprocess.run(["pgrep", "-f", "contend-load"], capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline and run.poll() is None, "no load agent started"
+            time.sleep(0.05)
+        time.sleep(3.5)  # the baseline (3 s) is over
+        spinner = subprocess.Popen(["timeout", "6", "sh", "-c", "while :; do :; done"])
+        stdout, stderr = run.communicate(timeout=300)
+        spinner.wait()
+    finally:
+        run.kill()
+    assert run.returncode == 0, stdout[-2000:] + stderr[-2000:]
+    with open(out / "metrics.csv") as f:
+        outside = {r["view"]: float(r["value"]) for r in csv.DictReader(f) if r["metric"] == "host_outside"}
+    assert set(outside) == {"host", "ebpf", "guest"} and 0.25 < outside["host"] <= 0.55, outside
+    text = " ".join(stdout.split())
+    assert "what ran outside the two tenants" in text and "more in some step" in text
+
+
 def test_every_resource_end_to_end_with_table_4(tmp_path):
     """The scenario engine's matrix in small: runc × escape × the four resources, plus memory overcommit
     (not run, as in the paper) and kata (not installed here): Table 4 with n/a reasons, every view."""

@@ -334,3 +334,66 @@ def test_the_ebpf_views_coverage_is_the_step_where_it_differs_most_from_the_kern
     assert math.isnan(ebpf_coverage([host]))
     assert ("ebpf", "ebpf_coverage", pytest.approx(0.92)) in trial_rows("disk", [host, low], 0.5)
     assert not any(m == "ebpf_coverage" for _, m, _ in trial_rows("memory", [host, low], 0.5))
+
+
+def _with_host(samples: Samples, busy_extra: dict[int, float], steal: dict[int, float], steps) -> Samples:
+    """The synthetic trial's samples plus the host's: busy = the tenants' own + 0.1 CPU of contend's own +
+    `busy_extra[step]`, at most the host's 2 CPUs; stolen `steal[step]` CPUs."""
+    rows = list(zip(samples.t, samples.tenant, samples.source, samples.quantity, samples.value))
+    for ti in np.arange(0.05, 12, 0.1):
+        k = next(s.step for s in steps if s.t_start <= ti < s.t_end)
+        own = sum(v for t, tenant, src, q, v in rows if t == ti and src == "cgroup" and q == "cpu")
+        rows += [(ti, "host", "host", "cpu_busy", min(own + 0.1 + busy_extra.get(k, 0.0), 2.0)),
+                 (ti, "host", "host", "cpu_steal", steal.get(k, 0.0))]
+    cols = list(zip(*rows))
+    return Samples(np.array(cols[0], float), np.array(cols[1]), np.array(cols[2]), np.array(cols[3]),
+                   np.array(cols[4], float))
+
+
+def test_cpu_taken_outside_the_tenants_during_the_ramp_is_measured():
+    """host_outside: per step the CPUs stolen by a hypervisor and the CPUs busy outside the tenants (the host's
+    busy less the tenants' own) beyond the CPU the step left idle; the change from the baseline of largest
+    size, signed, as a share of the CPUs. contend's own use, on the idle CPU of the baseline and none left
+    to it once the tenants fill the host, is no change; a process that takes 0.5 CPU in step 2 when nothing
+    is idle (a real crun harmony trial: the abiding tenant at 0.53 CPU there) is 0.25; a hypervisor that
+    steals 0.2 CPU more in step 3 is 0.1; one that stole 0.4 CPU during the baseline only (a real runc harmony
+    trial: I_plr 1.19) is -0.2; steal that moves one way while another process moves the other way is still
+    seen; no host samples, nan."""
+    from contend.metrics.curves import host_outside
+    samples, steps = _synthetic_trial(drop=0.0)
+    assert math.isnan(host_outside(samples, steps, 2))
+    assert host_outside(_with_host(samples, {}, {}, steps), steps, 2) == pytest.approx(0.0, abs=1e-9)
+    spinner = _with_host(samples, {2: 1.0, 3: 1.0, 4: 1.0}, {}, steps)
+    assert host_outside(spinner, steps, 2) == pytest.approx(0.25)
+    stolen = _with_host(samples, {}, {0: 0.02, 3: 0.22}, steps)
+    assert host_outside(stolen, steps, 2) == pytest.approx(0.1)
+    calmer = _with_host(samples, {}, {0: 0.4}, steps)  # the baseline was the disturbed part
+    assert host_outside(calmer, steps, 2) == pytest.approx(-0.2)
+    swapped = _with_host(samples, {4: 0.3}, {0: 0.3}, steps)  # the same total outside, not the same cause
+    assert abs(host_outside(swapped, steps, 2)) == pytest.approx(0.15)
+
+
+def test_host_outside_is_every_cpu_views_caveat():
+    from contend.kinds.isolation.rows import trial_rows
+    samples, steps = _synthetic_trial(drop=0.0)
+    found = curves("cpu", samples, steps, {"cpus": 2}, trim=0.25)
+    rows = trial_rows("cpu", found, 0.5, outside=0.3)
+    assert {(v, x) for v, m, x in rows if m == "host_outside"} == {(c.view, 0.3) for c in found}
+    assert not [r for r in trial_rows("cpu", found, 0.5) if r[1] == "host_outside"]  # no host samples
+    assert not [r for r in trial_rows("memory", [], 0.5, outside=0.3)]
+
+
+def test_the_hosts_cpus_are_read_per_cpu_and_steal_counts_where_work_ran(tmp_path):
+    """/proc/stat per CPU: busy is user + nice + system + irq + softirq, steal is weighted by how busy its CPU
+    was (an idle vCPU woken by a timer waits for the hypervisor too, with no tenant's work held up)."""
+    from contend.probes.sampler import host_cpu_ticks, host_rates
+    stat = tmp_path / "stat"
+    line = "cpu{} {} 0 {} {} 0 0 0 {} 0 0\n"
+    stat.write_text(line.format("", 300, 0, 300, 30) + line.format(0, 100, 0, 100, 10) + line.format(1, 200, 0, 200, 20)
+                    + "intr 1 2 3\n")
+    before = host_cpu_ticks(stat)
+    assert before == {"cpu0": (100, 100, 10), "cpu1": (200, 200, 20)}
+    # 100 ticks later: cpu0 busy all along with 10 ticks stolen, cpu1 idle with 10 ticks "stolen" on wake-ups
+    after = {"cpu0": (190, 100, 20), "cpu1": (200, 290, 30)}
+    busy, stolen = host_rates(before, after, 100)
+    assert busy == pytest.approx(0.9) and stolen == pytest.approx(0.1)

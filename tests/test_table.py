@@ -110,3 +110,25 @@ def test_a_view_with_a_caveat_says_so_in_its_cells_only(view):
     assert "~" not in cells[("runsc", "harmony")][(res, "I_plr")]
     host = {(r["runtime"], r["scenario"]): r["cells"] for r in table4(rows, NOTES, "host")["rows"]}
     assert "~" not in host[("runc", "harmony")][(res, "I_plr")]
+
+
+def test_cpu_taken_outside_the_tenants_flags_every_view_of_the_cell():
+    """host_outside > 0.05: something outside the two tenants (another process, the hypervisor's steal) took
+    CPU during the ramp; every view's figures of that cell carry it, so every view is flagged, in the terminal
+    and in each view's Table 4; a cell inside the band is not."""
+    import io
+    rows = ROWS + [row("runc", "harmony", "cpu", v, m, x, x - 0.1, x + 0.1, 3) for v in ("host", "ebpf", "guest")
+                   for m, x in (("I_intFree", 0.7), ("I_plr", 0.9), ("S_I", 0.8), ("host_outside", 0.5))]
+    rows += [row("runsc", "harmony", "cpu", v, m, x) for v in ("host", "ebpf", "guest")
+             for m, x in (("I_intFree", 1.0), ("I_plr", 1.0), ("host_outside", -0.04))]
+    pipe = io.StringIO()
+    Console(file=pipe, width=80).print(rich_views(rows, NOTES, "a study"))
+    out = pipe.getvalue()
+    assert max(len(line) for line in out.splitlines()) <= 80
+    line = next(ln for ln in out.splitlines() if ln.lstrip().startswith("runc") and "0.70" in ln)
+    assert line.count("~(") == 3
+    assert "took 0.50 of the host's CPUs more in some step" in " ".join(out.split())
+    for view in ("host", "ebpf", "guest"):
+        cells = {(r["runtime"], r["scenario"]): r["cells"] for r in table4(rows, NOTES, view)["rows"]}
+        assert "~" in cells[("runc", "harmony")][("cpu", "I_plr")]
+        assert "~" not in cells[("runsc", "harmony")][("cpu", "I_plr")]

@@ -18,7 +18,7 @@ from .network import Link
 from .probes import BpftraceProbes
 from .probes.base import Sample, Target
 from .probes.device import DeviceSampler
-from .probes.sampler import CgroupSampler, oom_events
+from .probes.sampler import CgroupSampler, HostCpuSampler, oom_events
 from .runtimes import Container, ContainerSpec, RuntimeFailed
 from .runtimes.base import last_line, signals_deferred
 from .runtimes.security import DEFAULT_CAPS
@@ -48,14 +48,15 @@ class Tenants:
     """`with Tenants(runtime, {"a": limits, …}, host) as t:` every tenant a container with its own data
     directory on the experiment device (its /data), in its own network namespace when given a `link` (brought
     up first, taken down after the containers); from `start_sampling()` on, the cgroup counters of all (and
-    the disk's own counters, given `device`; the eBPF probes named in `ebpf`) sampled every `period` s, events
-    kept with the same clock. On leaving, whatever happened and with signals deferred, the containers, the
-    link and the data directories (attack files included) are removed."""
+    the disk's own counters, given `device`; the eBPF probes named in `ebpf`; the whole host's CPUs, given
+    `host_cpu`) sampled every `period` s, events kept with the same clock. On leaving, whatever happened and
+    with signals deferred, the containers, the link and the data directories (attack files included) are
+    removed."""
 
     def __init__(self, runtime: str, limits: dict[str, Limits], host: CgroupHost | None = None,
                  device: str | None = None, period: float = 0.1, caps: dict[str, tuple[str, ...]] | None = None,
                  userns: bool = True, link: Link | None = None, ebpf: tuple[str, ...] = (), cgroup: bool = True,
-                 shared: Limits | None = None):
+                 shared: Limits | None = None, host_cpu: bool = False):
         self.rt = runtimes.get(runtime, host)
         self.limits = limits
         # a limit all tenants share (as a pod's containers do), set on contend's parent cgroup while they live;
@@ -68,6 +69,7 @@ class Tenants:
         self.c: dict[str, Container] = {}
         self.data: dict[str, Path] = {t: owned.data_dir(self.uid, t) for t in limits}
         self.device, self.period, self.ebpf, self.cgroup = device, period, ebpf, cgroup
+        self.host_cpu = host_cpu  # the whole host's CPUs sampled too (busy, stolen): what happened outside the tenants
         self.clock0 = time.monotonic()
         self.samplers: list = []
         self.events: list[tuple] = []  # (t, tenant, kind, detail)
@@ -124,6 +126,8 @@ class Tenants:
             self.samplers.append(BpftraceProbes(targets, self.period, self.clock0, wanted=self.ebpf).start())
         if self.device:
             self.samplers.append(DeviceSampler(self.device, self.period, self.clock0).start())
+        if self.host_cpu:
+            self.samplers.append(HostCpuSampler(self.period, self.clock0).start())
 
     def probe_facts(self) -> dict:
         """What the samplers attached to, and what they could not (and why): kept with the trial's facts."""

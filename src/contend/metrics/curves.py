@@ -6,6 +6,7 @@ measured capacity, so that every view's curve has the same axes.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,11 +59,7 @@ def curves(resource: str, samples: Samples, steps: list[StepWindow], capacity: d
         masks = [in_step(ta, s, trim, trim_end) for s in steps]
         groups = [va[m] for m in masks]
         w_a = np.array([g.mean() if len(g) else np.nan for g in groups])
-        w_d = np.full(len(steps), np.nan)
-        for i, s in enumerate(steps):
-            m = in_step(td, s, trim, trim_end)
-            if m.any():
-                w_d[i] = float(vd[m].mean())
+        w_d = step_means(td, vd, steps, trim, trim_end)
         w_d = np.where(np.isnan(w_d) & (ideal == 0), 0.0, w_d)  # an idle tenant reports nothing
         if np.isnan(w_a).any():
             continue
@@ -72,3 +69,42 @@ def curves(resource: str, samples: Samples, steps: list[StepWindow], capacity: d
                 steady |= m
         out.append(Curve(view, ideal, w_d, w_a, ta[steady], va[steady], groups))
     return out
+
+
+def step_means(t: np.ndarray, v: np.ndarray, steps: list[StepWindow], trim: float, trim_end: float) -> np.ndarray:
+    """The mean of a series in each step's trimmed window (nan where it has no value)."""
+    out = np.full(len(steps), np.nan)
+    for i, s in enumerate(steps):
+        m = in_step(t, s, trim, trim_end)
+        if m.any():
+            out[i] = float(v[m].mean())
+    return out
+
+
+def host_outside(samples: Samples, steps: list[StepWindow], cpus: float, trim: float = 0.25,
+                 trim_end: float = 0.05, tenants: tuple[str, ...] = ("abiding", "disruptive")) -> float:
+    """How much what the host's CPUs did outside the tenants changed during the ramp, as a share of the host's
+    `cpus` (0 = nothing outside changed). Two parts, per step: the CPUs a hypervisor stole from running work,
+    and the CPUs busy outside the tenants (the host's busy CPUs less the tenants' cgroups: contend's own
+    sampler and probes, any other process) beyond what the step left idle. Each part's change from the
+    baseline to each ramp step; the one of largest size, with its sign. Both bias the abiding tenant's
+    figures as a neighbour would without being the neighbour: more steal or another process during the ramp
+    reads as a loss, more of them during the baseline as a gain (a runc harmony trial's baseline with 0.42 CPU
+    stolen: I_plr 1.19). nan without the host's samples (source "host": probes.sampler.HostCpuSampler)."""
+    steps = sorted(steps, key=lambda s: s.step)
+    if len(steps) < 2 or not cpus > 0:
+        return math.nan
+    mean = {}
+    for tenant, source, quantity in (("host", "host", "cpu_busy"), ("host", "host", "cpu_steal"),
+                                     *((t, "cgroup", "cpu") for t in tenants)):
+        t, v = samples.series(tenant, source, quantity)
+        if not len(t):
+            return math.nan
+        mean[(tenant, quantity)] = step_means(t, v, steps, trim, trim_end)
+    stolen, busy = mean[("host", "cpu_steal")], mean[("host", "cpu_busy")]
+    # what ran outside the tenants beyond the CPU left idle: only that much can have been taken from them
+    # (in a baseline with one CPU idle, contend's own sampler and probes run there and take nothing)
+    others = np.maximum(busy - sum(mean[(t, "cpu")] for t in tenants) - np.maximum(cpus - busy - stolen, 0), 0)
+    change = np.concatenate([stolen[1:] - stolen[0], others[1:] - others[0]])
+    change = change[np.isfinite(change)]
+    return float(change[np.argmax(np.abs(change))] / cpus) if len(change) else math.nan

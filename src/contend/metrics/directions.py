@@ -13,7 +13,7 @@ DIRECTION: dict[str, int] = {
     "I_plr": HIGHER, "I_intFree": HIGHER, "S_I": HIGHER, "I_intBase": HIGHER, "I_end": HIGHER, "I_base": HIGHER,
     "isol_mean": HIGHER, "isol_p01": HIGHER, "isol_p05": HIGHER, "isol_p50": HIGHER,
     "loss": LOWER, "escape": LOWER, "W_d_ref": DESCRIPTIVE, "W_a_ref": DESCRIPTIVE, "host_speedup": DESCRIPTIVE,
-    "ebpf_coverage": DESCRIPTIVE,
+    "ebpf_coverage": DESCRIPTIVE, "host_outside": DESCRIPTIVE,
     # guard studies (kinds/protection/metrics.py): a latency impact is a cost
     "work_conservation": HIGHER, "lat_imp": LOWER, "lat_p99_imp": LOWER, "reaction_s": LOWER, "reclaim_s": LOWER,
     "burst_completion_s": LOWER, "neighbour_mb_s": HIGHER, "delivery_mb_s": DESCRIPTIVE,

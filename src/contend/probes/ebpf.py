@@ -19,6 +19,7 @@ from pathlib import Path
 from .base import Sample, Target
 
 TRACEFS = Path("/sys/kernel/tracing")
+BTF = Path("/sys/kernel/btf/vmlinux")  # the kernel's types, for probes that read its structures
 
 
 @dataclass(frozen=True)
@@ -30,18 +31,44 @@ class Probe:
     program: str  # {tenants}: a predicate true for the tenants' cgroups
     key: str = "cgroup"  # what the maps are keyed by first: "cgroup" (v2 id) or "netdev" (interface name)
     level: bool = False  # a level (kept, summed over the key's other fields), not a rate (cleared per bucket)
+    btf: bool = False  # reads kernel structures: needs the kernel's BTF (/sys/kernel/btf/vmlinux)
+    # a rate map never cleared: user space takes the difference of its totals from one tick to the next.
+    # bpftrace's clear() is asynchronous, done by its user space some time after the print() before it, so
+    # what the kernel adds in between is lost (bpftrace issues #277 and #3578: "the user is racing with clear()")
+    cumulative: bool = False
+
+    @property
+    def source(self) -> str:
+        """What it attaches to, as doctor and a trial's facts say it."""
+        return self.tracepoint + (" + BTF" if self.btf else "")
 
 
 # a block event of a data write: its rwbs starts with W, or F (a preflush) then W (blk_fill_rwbs)
 WRITES = 'strncmp(args->rwbs, "W", 1) == 0 || strncmp(args->rwbs, "FW", 2) == 0'
 
+# the CPU time the scheduler has charged the current task (its sum_exec_runtime, read through the kernel's
+# BTF), plus 1 so that a known task that has not run yet is not a missing key; the same clock cpuacct and
+# cpu.stat charge a cgroup from: a VM's steal time left out (the hypervisor ran someone else)
+RUNTIME = "$r = curtask->se.sum_exec_runtime + 1; if (@rt[tid]) { @cpu_ns[cgroup] = sum($r - @rt[tid]); }"
+
 CATALOGUE = (
-    # time on CPU: at every switch the outgoing task (still `current`) is charged since the last switch;
-    # a 100 Hz tick on every CPU charges the running task too, or a task that never yields would only
-    # be counted when it finally does (lumps of seconds instead of 100 ms buckets)
+    # time on CPU, as the kernel charges it: at every switch the outgoing task (still `current`) is charged
+    # the runtime it added since it was last seen; a 100 Hz tick charges the running task too, or a task that
+    # never yields would only be counted when it finally does (lumps of seconds instead of 100 ms buckets).
+    # The tenants' tasks only (a map entry per task: bpftrace's maps hold 4096). A task forked while the
+    # probe runs is known from its first wake-up (runtime 0); one older than the probe, or mirrored into a
+    # tenant's tracking cgroup since, from its first switch or tick; a dead one is forgotten at its last
+    # switch (TASK_DEAD, 0x80)
+    Probe("cpu", "sched:sched_switch", {"cpu_ns": "cpu"}, {"cpu_ns": 1e-9},
+          "tracepoint:sched:sched_wakeup_new /{tenants}/ { @rt[args->pid] = 1; }"
+          f" tracepoint:sched:sched_switch /tid && ({{tenants}})/ {{ {RUNTIME}"
+          " if (args->prev_state & 0x80) { delete(@rt[tid]); } else { @rt[tid] = $r; } }"
+          f" profile:hz:100 /tid && ({{tenants}})/ {{ {RUNTIME} @rt[tid] = $r; }}", btf=True, cumulative=True),
+    # without the kernel's BTF: the wall time since the CPU's last switch or tick. A VM's steal time is
+    # counted too (cpuacct leaves it out: 2.6 % of a spinning CPU here in one 5 s run, docs/metrics.md)
     Probe("cpu", "sched:sched_switch", {"cpu_ns": "cpu"}, {"cpu_ns": 1e-9},
           "tracepoint:sched:sched_switch, profile:hz:100 { $n = nsecs;"
-          " if (@last[cpu]) { @cpu_ns[cgroup] = sum($n - @last[cpu]); } @last[cpu] = $n; }"),
+          " if (@last[cpu]) { @cpu_ns[cgroup] = sum($n - @last[cpu]); } @last[cpu] = $n; }", cumulative=True),
     # data writes issued by the container's own tasks (writeback by kernel threads is not theirs; a bio that
     # blk-throttle held back is submitted later by its kernel worker, in no tenant's cgroup: the eBPF disk
     # view misses it, metrics' ebpf_coverage says how much): requests as they start, and the bytes of bios
@@ -54,7 +81,7 @@ CATALOGUE = (
           f"tracepoint:block:block_io_start /{WRITES}/"
           " { @blk_bytes[cgroup] = sum(args->bytes); @blk_ios[cgroup] = count(); }"
           f" tracepoint:block:block_bio_backmerge, tracepoint:block:block_bio_frontmerge /{WRITES}/"
-          " { @blk_bytes[cgroup] = sum(args->nr_sector * 512); }"),
+          " { @blk_bytes[cgroup] = sum(args->nr_sector * 512); }", cumulative=True),
     # before 6.5 (Debian 12's 6.1, Ubuntu 22.04's 5.15): every bio as its task submits it; a bio merged into
     # another's request is not a request of its own. (block_rq_issue is no substitute: a request is often
     # issued from kblockd or another task's unplug, whose cgroup is not the submitter's.)
@@ -63,7 +90,7 @@ CATALOGUE = (
           f"tracepoint:block:block_bio_queue /{WRITES}/ {{ @blk_bytes[cgroup] = sum(args->nr_sector * 512);"
           " @blk_ios[cgroup] = sum(1); }"
           f" tracepoint:block:block_bio_backmerge, tracepoint:block:block_bio_frontmerge /{WRITES}/"
-          " { @blk_ios[cgroup] = sum(-1); }"),
+          " { @blk_ios[cgroup] = sum(-1); }", cumulative=True),
     # resident anonymous and shmem memory per process of a tenant (not mapped files: those pages are the
     # host's page cache, charged to whoever read them first; not swap entries), as its own tasks change
     # it; the kernel's last updates at exit come from a context that is no longer the process's, so user
@@ -75,7 +102,7 @@ CATALOGUE = (
     # attach XDP or tc programs, the receive tracepoint sees the same packets)
     Probe("net", "net:netif_receive_skb", {"net_bytes": "net_bytes_s"}, {"net_bytes": 1.0},
           "tracepoint:net:netif_receive_skb /strncmp(str(args->name), \"contend\", 7) == 0/"
-          " { @net_bytes[str(args->name)] = sum(args->len); }", key="netdev"),
+          " { @net_bytes[str(args->name)] = sum(args->len); }", key="netdev", cumulative=True),
 )
 
 
@@ -99,17 +126,22 @@ def tracepoint_exists(tp: str) -> bool:
     return (TRACEFS / "events" / cat / ev).is_dir()
 
 
+def offered(p: Probe) -> bool:
+    """Does this kernel offer what the variant needs: its tracepoint, and its BTF where it reads structures?"""
+    return tracepoint_exists(p.tracepoint) and (not p.btf or BTF.is_file())
+
+
 def choose(catalogue: tuple[Probe, ...] = CATALOGUE) -> dict[str, Probe | None]:
-    """Each probe name's first variant whose tracepoint this kernel offers (None: no variant here)."""
+    """Each probe name's first variant this kernel offers (None: no variant here)."""
     out: dict[str, Probe | None] = {}
     for p in catalogue:
         if out.get(p.name) is None:
-            out[p.name] = p if tracepoint_exists(p.tracepoint) else None
+            out[p.name] = p if offered(p) else None
     return out
 
 
 def variants(name: str, catalogue: tuple[Probe, ...] = CATALOGUE) -> str:
-    return " or ".join(q.tracepoint for q in catalogue if q.name == name)
+    return " or ".join(dict.fromkeys(q.tracepoint for q in catalogue if q.name == name))
 
 
 def probe_catalogue() -> list[tuple[str, bool, str, str]]:
@@ -118,14 +150,15 @@ def probe_catalogue() -> list[tuple[str, bool, str, str]]:
     out = []
     for name, p in choose().items():
         reason = why or ("" if p else f"no tracepoint {variants(name)} in this kernel")
-        out.append((name, not reason, p.tracepoint if p else "", reason))
+        out.append((name, not reason, p.source if p else "", reason))
     return out
 
 
 def script(probes: list[Probe], period_ms: int, tenant_ids: list[str] = ()) -> str:
     tenants = " || ".join(f"cgroup == {i}" for i in tenant_ids) or "1"
     body = "\n".join(p.program.replace("{tenants}", tenants) for p in probes)
-    prints = " ".join(f"print(@{m});" + ("" if p.level else f" clear(@{m});") for p in probes for m in p.maps)
+    prints = " ".join(f"print(@{m});" + ("" if p.level or p.cumulative else f" clear(@{m});")
+                      for p in probes for m in p.maps)
     return f'{body}\ninterval:ms:{period_ms} {{ printf("tick %lld\\n", nsecs); {prints} }}\n'
 
 
@@ -198,6 +231,7 @@ class BpftraceProbes:
         last_ns: int | None = None
         stamp, dt = 0.0, self.period
         printed: set[str] = set()  # the maps this tick printed already
+        totals_before: dict[tuple[str, str], float] = {}  # (map, tenant) -> a cumulative map's last total
         assert self._proc and self._proc.stdout
         for line in self._proc.stdout:
             try:
@@ -207,7 +241,7 @@ class BpftraceProbes:
             kind = msg.get("type")
             if kind == "attached_probes":
                 self.attached = [p.name for p in probes]
-                self.tracepoints = {p.name: p.tracepoint for p in probes}
+                self.tracepoints = {p.name: p.source for p in probes}
                 ready.set()
             elif kind == "printf" and str(msg.get("data", "")).startswith("tick"):
                 if last_ns is not None:  # the bucket before is complete: bpftrace prints no empty map,
@@ -226,6 +260,8 @@ class BpftraceProbes:
                     ids = self._devs if probe.key == "netdev" else self._ids
                     totals = per_tenant(by_key, ids, alive=probe.level)
                     for tenant, value in totals.items():  # a tenant absent from a map used nothing
+                        if probe.cumulative:  # this bucket's share of the total
+                            value, totals_before[(m, tenant)] = value - totals_before.get((m, tenant), 0.0), value
                         per = 1.0 if probe.level else dt
                         self.samples.append(Sample(stamp, tenant, self.source, quantity[m], value * scale[m] / per))
 

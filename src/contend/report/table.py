@@ -55,11 +55,18 @@ SPEEDUP = 1.05  # host_speedup above which a CPU cell's guest view is flagged: t
 
 
 COVERAGE = 0.05  # ebpf_coverage farther than this from 1: the eBPF view of a cell is not whole
+OUTSIDE = 0.05  # |host_outside| above which every view of a CPU cell is flagged: CPU taken outside the tenants
 
 
 def caveat(view: str, measured: dict, rt: str, sc: str, res: str) -> str | None:
-    """Why one view of a cell is not to be read as the others (flagged `~`): a CPU cell's guest view whose host
-    changed speed (host_speedup), an eBPF view that did not count what the kernel charged (ebpf_coverage)."""
+    """Why one view of a cell is not to be read as the others (flagged `~`): a CPU cell whose host's CPUs were
+    taken outside the tenants during the ramp (host_outside), a CPU cell's guest view whose host changed speed
+    (host_speedup), an eBPF view that did not count what the kernel charged (ebpf_coverage)."""
+    if (out := measured.get("host_outside")) and abs(out["value"]) > OUTSIDE:
+        return (f"outside: in {rt} {sc} {res}, what ran outside the two tenants (another process, or the "
+                f"hypervisor's steal) took {abs(out['value']):.2f} of the host's CPUs "
+                f"{'more' if out['value'] > 0 else 'less'} in some step than during the baseline (mean over its "
+                "trials): that change is not the neighbour's doing (metrics.csv: host_outside)")
     if view == "guest" and (sp := measured.get("host_speedup")) and sp["value"] > SPEEDUP:
         return (f"host speed: in {rt} {sc} {res} the abiding tenant did {sp['value']:.2f}× its baseline's work "
                 "per CPU-second in some step (mean over its trials); no neighbour speeds work up, so the host itself "

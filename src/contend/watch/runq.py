@@ -14,7 +14,7 @@ import os
 import threading
 from pathlib import Path
 
-from ..probes.ebpf import BpftraceProbes, Probe
+from ..probes.ebpf import BTF, BpftraceProbes, Probe  # BTF: the socket's namespace is read through it
 
 # prev_state & 0xff == 0: the outgoing task was still runnable (preempted; 6.x reports TASK_REPORT_MAX then)
 PROGRAM = (
@@ -37,7 +37,6 @@ TCP_RTT = Probe("tcp_rtt", "tcp:tcp_probe", {"rtt_us": "net_rtt_ms", "rtt_n": "a
                 "tracepoint:tcp:tcp_probe /(nsecs & 7) == 0/ {"
                 " $ns = ((struct sock *)args->skaddr)->__sk_common.skc_net.net->ns.inum;"
                 " @rtt_us[$ns] = sum(args->srtt); @rtt_n[$ns] = count(); }")
-BTF = Path("/sys/kernel/btf/vmlinux")  # the kernel's types: the socket's namespace is read through them
 
 
 class RunqProbe(BpftraceProbes):

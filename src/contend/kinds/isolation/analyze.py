@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from ...metrics import curves
+from ...metrics.curves import host_outside
 from ...report.page import publish, read_yaml
 from ...spec import Metrics
 from ...store import Store
@@ -25,9 +26,11 @@ def trial_curves(store: Store, trial: dict, cfg: Metrics):
 
 
 def analyze_trial(store: Store, trial: dict, cfg: Metrics) -> None:
-    found = trial_curves(store, trial, cfg)
+    samples, steps = store.samples(trial["trial_id"]), store.steps(trial["trial_id"])
+    found = curves(trial["resource"], samples, steps, trial["capacity"], cfg.trim, cfg.trim_end)
+    outside = host_outside(samples, steps, trial["capacity"].get("cpus", 0), cfg.trim, cfg.trim_end)
     store.set_trial_metrics(trial["trial_id"], trial_rows(trial["resource"], found, trial["scenario_params"]["l_d"],
-                                                          cfg.threshold, cfg.alpha))
+                                                          cfg.threshold, cfg.alpha, outside))
 
 
 def analyze(directory: Path, store: Store) -> list[dict]:

@@ -75,12 +75,15 @@ def ebpf_coverage(curves_: list[Curve]) -> float:
 
 
 def trial_rows(resource: str, curves_: list[Curve], l_d: float, threshold: float = 0.05,
-               alpha: float = 0.01) -> list[tuple[str, str, float]]:
+               alpha: float = 0.01, outside: float = NAN) -> list[tuple[str, str, float]]:
     """Every (view, metric, value) of one trial: each view's metrics, the change point shared where two views
-    count the same quantity, and the caveats the table flags: for CPU the guest view's (host_speedup), where the
-    eBPF view counts the host view's quantity the eBPF view's (ebpf_coverage)."""
+    count the same quantity, and the caveats the table flags: for CPU the host's CPU taken outside the tenants
+    (`outside`: metrics.host_outside, every view's), the guest view's (host_speedup), where the eBPF view
+    counts the host view's quantity the eBPF view's (ebpf_coverage)."""
     refs = trial_refs(curves_, threshold, alpha)
     rows = [(c.view, k, v) for c in curves_ for k, v in trial_metrics(c, l_d, threshold, alpha, refs[c.view]).items()]
+    if resource == "cpu" and math.isfinite(outside):
+        rows += [(c.view, "host_outside", outside) for c in curves_]
     if resource == "cpu" and math.isfinite(speed := host_speedup(curves_)):
         rows.append(("guest", "host_speedup", speed))
     if RESOURCES[resource].ebpf_counts_host and math.isfinite(cover := ebpf_coverage(curves_)):

@@ -111,6 +111,7 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
         reset_host(tp.resource)
         with Tenants(tp.runtime, {t: limits_for(tp.resource, f, capacity) for t, f in fractions.items()}, host,
                      period=spec.trial.bucket_ms / 1000, userns=spec.userns, link=link, cgroup=spec.probes.cgroup,
+                     host_cpu=spec.probes.cgroup,
                      ebpf=RESOURCES[tp.resource].ebpf_probes if spec.probes.ebpf else ()) as t:
             checkpoint("containers")
             t.start_sampling(restart_clock=True)
