@@ -1,13 +1,13 @@
 """BFQ's proportional weights against the disk's own scheduler, side by side in one run (issue 22's
 work-conserving mechanisms, measured before they become a guard policy).
 
-A victim asks for a fixed rate (fio, 256 KiB direct random writes, depth 4, `--victim` × the calibrated
-bandwidth, as the guard evaluation's) beside a neighbour that wants everything (1 MiB, depth 32), each in a
-blkio/io cgroup of its own, under: the disk's scheduler as it is (no protection), BFQ with equal weights, and
-BFQ with the victim weighted 10:1. Rounds interleave the modes. Per run: the victim's MB/s, mean and p99
-latency, the neighbour's MB/s, and its work conservation against the same round's run under the disk's own
-scheduler (neighbour / (that run's total − victim), at most 1: the share of what the victim left that the
-neighbour still got). The disk's scheduler is restored however the bench ends.
+A victim asks for a fixed rate (fio, 256 KiB direct random writes, depth 4, `--victim` × the calibrated bandwidth,
+as the guard evaluation's) beside a neighbour that wants everything (1 MiB, depth 32), each in a blkio/io cgroup of
+its own, under: the disk's scheduler as it is (no protection), BFQ with equal weights, BFQ with the victim weighted
+10:1, and BFQ 1:1 without idling (slice_idle 0). Rounds interleave the modes. Per run: the victim's MB/s, mean and
+p99 latency, the neighbour's MB/s, and its work conservation against the same round's run under the disk's own
+scheduler (neighbour / (that run's total − victim), at most 1: the share of what the victim left that the neighbour
+still got). The disk's scheduler is restored however the bench ends.
 
     sudo .venv/bin/python bench/bfq_share.py [--rounds 3] [--seconds 6] [--victim 0.2]
 """
@@ -24,26 +24,17 @@ from pathlib import Path
 from contend.cgroups import detect
 from contend.doctor import ensure_capacity
 from contend.doctor.calibrate import device_of
+from contend.guard import scheduler
 from contend.load.fio import layout
 from contend.paths import DATA
 
 SIZE = "2G"
 
 
-def scheduler_file(device: str) -> Path:
-    return Path(f"/sys/dev/block/{device}/queue/scheduler")
-
-
-def scheduler(device: str) -> str:
-    """The disk's scheduler in force (the bracketed one)."""
-    text = scheduler_file(device).read_text()
-    return text[text.index("[") + 1:text.index("]")]
-
-
-def weight_file(cg, host) -> Path:
-    if host.mode == "v2":
-        return cg.dirs()[0] / "io.bfq.weight"
-    return host.v1["blkio"] / cg.relpath / "blkio.bfq.weight"
+def slice_idle(device: str, ms: int) -> None:
+    """BFQ's idling for a queue that just emptied (8 ms by default; 0: none, BFQ then shares by weight only
+    what is backlogged)."""
+    Path(f"/sys/dev/block/{device}/queue/iosched/slice_idle").write_text(str(ms))
 
 
 def fio(cg, name: str, path: Path, seconds: float, rate: str | None, bs: str, depth: int) -> subprocess.Popen:
@@ -56,11 +47,12 @@ def fio(cg, name: str, path: Path, seconds: float, rate: str | None, bs: str, de
 
 def one(host, cgs, files, device: str, mode: str, own: str, seconds: float, rate: float) -> dict:
     """One run under `mode` ("own", "bfq 1:1", "bfq 10:1"): the fio figures of both."""
-    scheduler_file(device).write_text("bfq" if mode.startswith("bfq") else own)
+    scheduler.switch(device, "bfq" if mode.startswith("bfq") else own)
     if mode.startswith("bfq"):
-        w = {"bfq 1:1": (100, 100), "bfq 10:1": (1000, 100)}[mode]
+        slice_idle(device, 0 if mode.endswith("idle 0") else 8)
+        w = (1000, 100) if "10:1" in mode else (100, 100)
         for cg, weight in zip(cgs, w):
-            weight_file(cg, host).write_text(str(weight))
+            cg.set_io_weight(device, weight)
     v = fio(cgs[0], "victim", files[0], seconds, f"{int(rate)}", "256k", 4)
     n = fio(cgs[1], "neighbour", files[1], seconds, None, "1M", 32)
     out = {}
@@ -81,15 +73,15 @@ def main() -> None:
     ap.add_argument("--victim", type=float, default=0.2, help="the victim's rate, a share of the calibrated bandwidth")
     a = ap.parse_args()
     device = device_of(DATA)
-    if "bfq" not in scheduler_file(device).read_text():
-        raise SystemExit(f"{device}: no bfq scheduler offered ({scheduler_file(device).read_text().strip()})")
+    if "bfq" not in scheduler.offered(device):
+        raise SystemExit(f"{device}: no bfq scheduler offered ({' '.join(scheduler.offered(device))})")
     rate = a.victim * float(ensure_capacity(["disk"], say=print)["disk_write_bw_bytes_s"])
     host = detect()
     tag = uuid.uuid4().hex[:6]
     cgs = [host.cgroup(f"contend/bench-bfq-{tag}-{who}") for who in ("victim", "neighbour")]
     files = [DATA / f"contend-bench-bfq-{tag}-{who}.dat" for who in ("victim", "neighbour")]
-    own = scheduler(device)
-    modes = ["own", "bfq 1:1", "bfq 10:1"]
+    own = scheduler.current(device)
+    modes = ["own", "bfq 1:1", "bfq 10:1", "bfq 1:1 idle 0"]
     runs: dict[str, list[dict]] = {m: [] for m in modes}
     try:
         for cg in cgs:
@@ -108,7 +100,7 @@ def main() -> None:
                       f"{g['victim_ms']:.2f} ms, p99 {g['victim_p99_ms']:.2f} ms; neighbour {g['neighbour_mb_s']:6.0f} "
                       f"MB/s; work conservation {g['work_conservation']:.2f}", flush=True)
     finally:
-        scheduler_file(device).write_text(own)
+        scheduler.switch(device, own)
         for f in files:
             f.unlink(missing_ok=True)
         for cg in cgs:

@@ -24,8 +24,9 @@ KPKG=${KPKG:-}
 MODULES=(virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk netfs fscache
          crc16 mbcache jbd2 crc32c_generic ext4
          9pnet 9pnet_virtio 9p
-         llc stp bridge veth sch_tbf)  # network trials: a bridge, veth pairs, a tbf bottleneck
-BUILD=2  # bump when the initramfs or the disk changes: cached guests are rebuilt
+         llc stp bridge veth sch_tbf  # network trials: a bridge, veth pairs, a tbf bottleneck
+         bfq)  # the guard's BFQ weights
+BUILD=3  # bump when the initramfs or the disk changes: cached guests are rebuilt
 
 die() { echo "cgroup2-guest: $*" >&2; exit 2; }
 

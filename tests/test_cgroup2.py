@@ -193,6 +193,61 @@ def test_real_v2_sigkilled_guard_leaves_io_max_that_clean_removes(cg):
     assert not cg.exists() or not (cg.io_limits().get(DISK) and cg.io_limits()[DISK].wbps)
 
 
+def _weighted(cg: V2Cgroup, policy: str):
+    """A guard of `policy` over cg (weight 2) on the guest's disk, after two periods: its weights are set."""
+    from contend.guard import Guard, GuardConfig
+    g = Guard(GuardConfig(policy=policy, targets=[{"target": f"cgroup:{cg.relpath}", "weight": 2}], metrics="off"),
+              {DISK: 20e6}, HOST, log=None)
+    g.scan(strict=True)
+    for _ in range(2):  # the first period only reads the counters
+        g.step()
+        time.sleep(0.1)
+    return g
+
+
+def test_real_v2_iocost_weights_are_set_and_restored_and_clean_restores_a_killed_guards(cg):
+    """io.weight under io.cost (the root's io.cost.qos) on a real v2 kernel: turned on with the guard, the
+    target weighted, both put back when it stops; after a SIGKILL, by `contend clean`."""
+    from contend.clean import clean
+    from contend.guard import scheduler
+    before = (scheduler.iocost_qos(DISK, HOST.unified) or {}).get("enable", "0")
+    g = _weighted(cg, "iocost")
+    try:
+        assert scheduler.iocost_qos(DISK, HOST.unified)["enable"] == "1"
+        assert cg.io_weights("cost").get(DISK) == 200
+    finally:
+        g.close()
+    assert (scheduler.iocost_qos(DISK, HOST.unified) or {}).get("enable", "0") == before
+    assert DISK not in cg.io_weights("cost")
+    p = subprocess.Popen([sys.executable, "-m", "contend.cli", "guard", "--policy", "iocost", "-t",
+                          f"cgroup:{cg.relpath}", "--capacity", f"{DISK}=20M", "--metrics", "off"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90  # the guard's Python start in the emulated guest
+        while DISK not in cg.io_weights("cost") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert cg.io_weights("cost").get(DISK) == 100
+    finally:
+        p.kill()
+        p.wait()
+    assert scheduler.iocost_qos(DISK, HOST.unified)["enable"] == "1"  # SIGKILL: nothing could put it back
+    clean()
+    assert scheduler.iocost_qos(DISK, HOST.unified)["enable"] == before and DISK not in cg.io_weights("cost")
+
+
+def test_real_v2_bfq_weights_are_set_with_the_scheduler_and_restored(cg):
+    from contend.guard import scheduler
+    if "bfq" not in scheduler.offered(DISK):
+        pytest.skip(f"the guest's disk offers no bfq ({scheduler.offered(DISK)})")
+    own = scheduler.current(DISK)
+    g = _weighted(cg, "bfq")
+    try:
+        assert scheduler.current(DISK) == "bfq" and cg.io_weights("bfq").get(DISK) == 200
+    finally:
+        g.close()
+    assert scheduler.current(DISK) == own
+
+
 def test_real_v2_watch_blames_a_cpu_antagonist_from_psi_and_ebpf():
     """contend watch on v2: each container's own cgroup is its unified one (PSI, eBPF id, cpu.max)."""
     from contend.watch.daemon import WatchConfig, Watcher

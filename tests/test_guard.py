@@ -10,6 +10,7 @@ import subprocess
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -150,6 +151,112 @@ def test_sigkilled_guard_leaves_caps_that_contend_clean_removes(cg):
     assert not g.exists() or not g.io_limits().get(dev)
 
 
+def _offers_bfq(dev: str) -> str:
+    """The disk's scheduler now, or a skip where it offers no BFQ."""
+    from contend.guard import scheduler
+    if "bfq" not in scheduler.offered(dev):
+        pytest.skip(f"disk {dev} offers no bfq scheduler ({' '.join(scheduler.offered(dev))})")
+    return scheduler.current(dev)
+
+
+@needs_root
+def test_bfq_weights_are_set_with_the_scheduler_and_both_restored(cg):
+    """The bfq policy switches the disk to BFQ and gives each target its weight (× 100, BFQ's scale); on exit
+    the scheduler it found is back. On a disk already under BFQ, a user's own weight is put back instead."""
+    from contend.guard import Guard, GuardConfig, scheduler
+    host, g = cg
+    dev = device_of(DATA)
+    own = _offers_bfq(dev)
+
+    idle = Path(f"/sys/dev/block/{dev}/queue/iosched/slice_idle")
+
+    def guarded(weight: float, policy: str = "bfq", slice_idle: int = 8) -> int:
+        cfg = GuardConfig(policy=policy, targets=[{"target": f"cgroup:{g.relpath}", "weight": weight}],
+                          metrics="off")
+        guard = Guard(cfg, {dev: CAP}, host, log=None)
+        try:
+            assert scheduler.current(dev) == "bfq" and int(idle.read_text()) == slice_idle
+            guard.scan(strict=True)
+            for _ in range(2):  # the first period only reads the counters it will take differences from
+                guard.step()
+                time.sleep(0.1)
+            return g.io_weights().get(dev)
+        finally:
+            guard.close()
+
+    try:
+        assert guarded(3) == 300
+        assert scheduler.current(dev) == own  # put back
+        assert guarded(1, "hybrid", slice_idle=0) == 100  # the hybrid's BFQ does not idle
+        assert scheduler.current(dev) == own
+        scheduler.switch(dev, "bfq")
+        g.set_io_weight(dev, 700)  # the user's own
+        idle.write_text("5")
+        assert guarded(0.5, "hybrid", slice_idle=5) == 50  # a BFQ the disk had keeps its tunables
+        assert scheduler.current(dev) == "bfq" and g.io_weights().get(dev) == 700
+    finally:
+        scheduler.switch(dev, own)
+
+
+@needs_root
+def test_sigkilled_bfq_guard_leaves_a_scheduler_that_contend_clean_restores(cg):
+    from contend.guard import scheduler
+    host, g = cg
+    dev = device_of(DATA)
+    own = _offers_bfq(dev)
+    p = subprocess.Popen([*CONTEND, "guard", "--policy", "bfq", "-t", f"cgroup:{g.relpath}", "--capacity",
+                          f"{dev}=200M", "--metrics", "off"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not g.io_weights().get(dev) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert scheduler.current(dev) == "bfq" and g.io_weights().get(dev) == 100
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    try:
+        assert scheduler.current(dev) == "bfq"  # SIGKILL: nothing could put it back
+        dry = contend("clean", "--dry-run")
+        assert f"guard weight {g.relpath} {dev}" in dry.stdout and f"guard scheduler {dev}" in dry.stdout, dry.stdout
+        assert contend("clean").returncode == 0
+        assert scheduler.current(dev) == own
+    finally:
+        if scheduler.current(dev) != own:
+            scheduler.switch(dev, own)
+
+
+@needs_root
+def test_a_new_study_puts_a_killed_guards_scheduler_back_and_leaves_its_caps_recorded(cg):
+    """Every disk trial after a killed bfq guard would run under BFQ: a study restores the scheduler before it
+    starts. The guard's caps on somebody's cgroup are not a study's: they stay, and stay recorded, for `contend
+    clean` (the state file keeps what was not restored)."""
+    from contend.guard import scheduler
+    from contend.guard.limiter import GUARD_STATE, Limiter
+    from contend.study import remove_stale
+    host, g = cg
+    dev = device_of(DATA)
+    own = _offers_bfq(dev)
+    lim = Limiter(host)  # a guard's record, as a killed one leaves it (its lock released, its file kept)
+    lim.use_scheduler(dev, "bfq")
+    lim.apply(g.relpath, dev, 100e6)
+    os.close(lim._lock)
+    try:
+        assert scheduler.current(dev) == "bfq" and g.io_limits()[dev].wbps == 100_000_000
+        said: list[str] = []
+        remove_stale(said.append)
+        assert scheduler.current(dev) == own and any(f"guard scheduler {dev}" in x for x in said), said
+        assert g.io_limits()[dev].wbps == 100_000_000 and lim.state_file.exists()  # the cap: still there, recorded
+        assert f"guard cap {g.relpath} {dev}" in contend("clean", "--dry-run").stdout
+        assert contend("clean").returncode == 0
+        assert not g.io_limits().get(dev) and not lim.state_file.exists()
+    finally:
+        if scheduler.current(dev) != own:
+            scheduler.switch(dev, own)
+        for f in (lim.state_file, lim.state_file.with_suffix(".lock")):
+            if f.parent == GUARD_STATE:
+                f.unlink(missing_ok=True)
+
+
 @needs_root
 def test_sigterm_removes_every_cap_and_metrics_are_served(cg):
     host, g = cg
@@ -211,6 +318,19 @@ def test_bad_configuration_is_one_line_and_exit_2(args, message):
     p = contend("guard", *args)
     assert p.returncode == 2, p.stderr
     assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+@needs_root
+def test_iocost_on_a_host_without_cgroup_v2_is_one_line_and_exit_2():
+    """io.weight needs io.cost, a cgroup v2 root's: on this hybrid host the guard says so and changes nothing
+    (the v2 guest drives it for real: test_cgroup2.py)."""
+    if detect().mode == "v2":
+        pytest.skip("a v2 host has io.cost")
+    p = contend("guard", "-t", "contend", "--policy", "iocost", "--capacity", f"{device_of(DATA)}=200M",
+                "--metrics", "off", "--duration", "1")
+    assert p.returncode == 2 and "io.cost needs a cgroup v2 host" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert "guard" not in contend("clean", "--dry-run").stdout  # nothing recorded, nothing left
 
 
 @needs_root
@@ -295,7 +415,7 @@ SMALL = """
 kind: guard
 name: guard-e2e
 runtime: runc
-policies: [none, aridac, contend]
+policies: [none, aridac, contend, hybrid]
 workloads:
   - name: workload2
     burst_at_s: 3
@@ -308,14 +428,17 @@ workloads:
 @pytest.mark.slow
 @needs_root
 def test_guard_study_end_to_end_with_real_containers(tmp_path):
-    """Aridac's workload 2 under no policy, aridac and contend, real runc containers, real fio, real caps; each
-    policy run between two runs under no policy (A/B/A), its work conservation against them."""
+    """Aridac's workload 2 under no policy, aridac, contend and the hybrid, real runc containers, real fio, real
+    caps and BFQ weights; each policy run between two runs under no policy (A/B/A), its work conservation
+    against them."""
     from .conftest import runtime_or_skip
     runtime_or_skip("runc")
     require("fio")
+    from contend.guard import scheduler
     spec = tmp_path / "g.yaml"
     spec.write_text(SMALL)
     out = tmp_path / "out"
+    own = scheduler.current(device_of(DATA))
     p = contend("run", str(spec), "--out", str(out))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     import csv
@@ -326,7 +449,7 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     with Store(out, read_only=True) as store:
         assert {t["trial_id"] for t in store.trials()} == planned_trials(out) == {
             "workload2.none.r1", "workload2.aridac.r1", "workload2.none.r1.after-aridac", "workload2.contend.r1",
-            "workload2.none.r1.after-contend"}
+            "workload2.none.r1.after-contend", "workload2.hybrid.r1", "workload2.none.r1.after-hybrid"}
         order = [t["trial_id"] for t in store.trials()]
         assert order.index("workload2.aridac.r1") == order.index("workload2.none.r1.after-aridac") - 1
     rows = list(csv.DictReader(open(out / "metrics.csv")))
@@ -338,9 +461,9 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
                              ("guest", "lat_p99_imp")):
             assert float(got[(f"workload2/{policy}", view, metric)]["value"]) > -1, (policy, metric)
         assert all(r["resource"] == "disk" and r["runtime"] == "runc" for r in rows)
-    # none is its own reference (three runs of it); every share in [0, 1], and the disk's spread said
+    # none is its own reference (four runs of it); every share in [0, 1], and the disk's spread said
     assert float(got[("workload2/none", "host", "work_conservation")]["value"]) == 1.0
-    assert got[("workload2/none", "host", "work_conservation")]["n"] == "3"
+    assert got[("workload2/none", "host", "work_conservation")]["n"] == "4"  # before, and after each of 3
     for policy in ("aridac", "contend"):
         assert 0 <= float(got[(f"workload2/{policy}", "host", "work_conservation")]["value"]) <= 1
         assert float(got[(f"workload2/{policy}", "host", "ref_delivery_mb_s")]["value"]) > 0
@@ -359,6 +482,12 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     start = next(e for e in aridac if e["event"] == "start")
     assert start["period_ms"] == 1000 and start["p"] == 0.35
     assert any(e["event"] == "cap" and e["cap_bytes_s"] for e in aridac)
+    # the hybrid switched the disk to BFQ for its run, weighted both tenants, and put the scheduler back
+    hybrid = [json.loads(line) for line in (out / "guard-logs" / "workload2.hybrid.r1.jsonl").read_text().splitlines()]
+    assert next(e for e in hybrid if e["event"] == "start")["scheduler"] == "bfq"
+    assert {e["weight"] for e in hybrid if e["event"] == "weight"} == {100}
+    assert scheduler.current(device_of(DATA)) == own
+    assert "workload2/hybrid" in {r["scenario"] for r in rows}
     assert contend("clean", "--dry-run").stdout.strip() == ""
     # the report is rebuilt from the store alone
     again = contend("report", str(out))
@@ -379,9 +508,54 @@ def test_the_victims_own_view_comes_from_every_io():
     ("policies: [none, magic]", "policies[1]: must be one of"),
     ("policies: [none, none]", "policies[1]: policy 'none' given twice"),
     ("policies: [none]\nguard: {p: -1}", "guard.p: must be >= 0"),
+    ("policies: [none, contend]\nsweep: {window: [10, 0]}", "sweep: window[1]: Input should be greater than"),
+    ("policies: [none, contend]\nsweep: {p: [0.1, 0.1]}", "sweep.p[1]: value 0.1 given twice"),
+    ("policies: [none, contend]\nsweep: {vrate: [60]}", "sweep.vrate"),
 ])
 def test_bad_guard_study_specs_are_exit_2(tmp_path, patch, message):
     spec = tmp_path / "g.yaml"
-    spec.write_text(SMALL.replace("policies: [none, aridac, contend]", patch))
+    spec.write_text(SMALL.replace("policies: [none, aridac, contend, hybrid]", patch))
     p = contend("run", str(spec), "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and message in p.stderr, p.stderr
+
+
+def test_a_sweep_runs_each_policy_once_per_value_of_what_it_reads():
+    """Pure: the tuning sweep's variants and their paired plan (none before and after each)."""
+    import yaml
+
+    from contend.kinds.protection.spec import GuardStudy
+    from contend.kinds.protection.study import ProtectionStudy
+    doc = {**yaml.safe_load(SMALL), "policies": ["none", "static", "contend", "bfq"],
+           "sweep": {"p": [0.1, 0.5], "floor": [0.05]}}
+    spec = GuardStudy.model_validate(doc)
+    assert [(v.label, v.policy, v.settings) for v in spec.variants()] == [
+        ("none", "none", {}), ("static@floor=0.05", "static", {"floor": 0.05}),
+        ("contend@p=0.1,floor=0.05", "contend", {"p": 0.1, "floor": 0.05}),
+        ("contend@p=0.5,floor=0.05", "contend", {"p": 0.5, "floor": 0.05}), ("bfq", "bfq", {})]
+    plan = ProtectionStudy.plan(type("S", (), {"spec": spec})())
+    assert [(p, after) for _, p, _, after in plan] == [
+        ("none", ""), ("static@floor=0.05", ""), ("none", "static@floor=0.05"),
+        ("contend@p=0.1,floor=0.05", ""), ("none", "contend@p=0.1,floor=0.05"),
+        ("contend@p=0.5,floor=0.05", ""), ("none", "contend@p=0.5,floor=0.05"), ("bfq", ""), ("none", "bfq")]
+    assert [v.label for v in GuardStudy.model_validate(yaml.safe_load(SMALL)).variants()] == [
+        "none", "aridac", "contend", "hybrid"]  # no sweep: each policy once, by its name
+
+
+def test_io_cost_qos_lines_are_read_and_written_back_as_they_were(tmp_path):
+    """Pure, on a file shaped as the root's io.cost.qos (the real one: test_cgroup2.py, in the v2 guest): an
+    auto line keeps the kernel's parameters, a user line is written whole, none is off; nothing but numbers."""
+    from contend.guard import scheduler
+    qos = tmp_path / "io.cost.qos"
+    qos.write_text("8:0 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=50.00 max=150.00\n")
+    assert scheduler.iocost_qos("8:0", tmp_path)["rlat"] == "5000" and scheduler.iocost_qos("254:0", tmp_path) is None
+    user = scheduler.iocost_qos("8:0", tmp_path)
+    scheduler.set_iocost("8:0", tmp_path, user)
+    assert qos.read_text() == "8:0 enable=1 ctrl=user rpct=95.00 rlat=5000 wpct=95.00 wlat=5000 min=50.00 max=150.00"
+    scheduler.set_iocost("8:0", tmp_path, {"enable": "1", "ctrl": "auto", "rlat": "5000"})
+    assert qos.read_text() == "8:0 enable=1 ctrl=auto"
+    scheduler.set_iocost("8:0", tmp_path, None)
+    assert qos.read_text() == "8:0 enable=0"
+    with pytest.raises(ValueError):
+        scheduler.set_iocost("8:0", tmp_path, {"enable": "1\n8:16 enable=1"})
+    with pytest.raises(ValueError):
+        scheduler.set_iocost("8:0\n", tmp_path, None)

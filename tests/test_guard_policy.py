@@ -8,7 +8,10 @@ import pytest
 
 from contend.guard.policy import (
     AridacPolicy,
+    BfqPolicy,
     ContendPolicy,
+    HybridPolicy,
+    IoCostPolicy,
     NoPolicy,
     PolicyInput,
     StaticPolicy,
@@ -242,3 +245,45 @@ def test_contend_finds_a_disk_slower_than_calibrated_in_one_decrease():
     assert trace[first][2].capacity <= 0.9 * 0.6 * C + 1
     victim = [g["victim"] for g, _, _ in trace[first + 3:]]
     assert min(victim) >= 199  # protected from the period the new caps applied
+
+
+def test_bfq_sets_weights_only_and_needs_the_bfq_scheduler():
+    views = [TargetView("a", np.array([1.0]), weight=1.0), TargetView("b", np.array([1.0]), weight=3.5),
+             TargetView("c", np.array([1.0]), weight=50), TargetView("d", np.array([1.0]), weight=0.001)]
+    d = BfqPolicy().decide(PolicyInput(views, C, 10.0))
+    assert d.caps == {"a": None, "b": None, "c": None, "d": None}
+    assert d.weights == {"a": 100, "b": 350, "c": 1000, "d": 1}  # BFQ's range, 1-1000
+    assert BfqPolicy.scheduler == "bfq" and make("bfq").name == "bfq"
+    assert not ContendPolicy.scheduler and not make("static").decide(PolicyInput(views, C, 10.0)).weights
+
+
+def test_hybrid_caps_nobody_in_the_steady_state():
+    trace = run(HybridPolicy(), lambda k: {"victim": 200.0, "burst": 200.0}, 60)
+    assert all(c is None for _, caps, _ in trace for c in caps.values())
+    assert all(d.weights == {"victim": 100, "burst": 100} for _, _, d in trace)
+
+
+def test_hybrid_caps_the_neighbour_while_the_victim_is_preempted_and_lets_go_after():
+    burst_at, back_at = 40, 100
+    p = HybridPolicy()
+    trace = run(p, workload2(burst_at, back_at), 160)
+    engaged = [k for k, (_, caps, _) in enumerate(trace) if caps["burst"] is not None]
+    assert engaged and burst_at <= engaged[0] <= burst_at + 3  # two periods below its lifeline, then caps
+    got = [g["victim"] for g, _, _ in trace]
+    assert min(got[engaged[0] + 2:back_at]) >= 0.9 * 200  # protected for the rest of the burst
+    assert all(trace[k][1]["burst"] is not None for k in range(engaged[0], back_at))  # held while it presses
+    assert engaged[-1] <= back_at + p.calm + 2  # and let go `calm` periods after the burst ended
+    assert all(caps["burst"] is None for _, caps, _ in trace[back_at + p.calm + 3:])
+
+
+def test_hybrid_does_not_cap_anybody_when_a_neighbour_only_stops():
+    """The neighbour falling below its lifeline (it stopped) is not a victim: nobody grew at its expense."""
+    trace = run(HybridPolicy(), lambda k: {"victim": 200.0, "burst": 200.0 if k < 40 else 0.0}, 80)
+    assert all(c is None for _, caps, _ in trace for c in caps.values())
+
+
+def test_iocost_sets_io_weights_only_on_their_scale():
+    views = [TargetView("a", np.array([1.0]), weight=1.0), TargetView("b", np.array([1.0]), weight=250)]
+    d = IoCostPolicy().decide(PolicyInput(views, C, 10.0))
+    assert d.caps == {"a": None, "b": None} and d.weights == {"a": 100, "b": 10000}  # io.weight's 1-10000
+    assert IoCostPolicy.weighs == "cost" and not IoCostPolicy.scheduler and BfqPolicy.weighs == "bfq"

@@ -106,3 +106,17 @@ def test_work_conservation_is_a_share_in_0_1_against_the_paired_reference():
     assert work_conservation(0.0, 200.0, 1000.0) == 0.0
     assert math.isnan(work_conservation(400.0, 200.0, math.nan))  # no reference: not a figure
     assert math.isnan(work_conservation(400.0, 1000.0, 1000.0))  # the victim took it all: nothing to share
+
+
+def test_the_frontier_is_what_no_other_policy_betters_on_both():
+    from contend.kinds.protection.report import _rank, frontier, frontier_note
+    pts = {"static": (0.85, 0.80), "aridac": (0.99, 0.58), "contend": (0.99, 0.70), "bfq": (1.0, 0.35),
+           "contend@p=1": (0.90, 0.75), "hybrid": (0.80, 0.70), "broken": (math.nan, 0.9)}
+    # aridac is bettered by contend (as isolated, more conservation); hybrid by contend@p=1 and static
+    assert sorted(frontier(pts), key=_rank) == ["static", "contend", "contend@p=1", "bfq"]
+    assert frontier({"a": (0.9, 0.9), "b": (0.9, 0.9)}) == ["a", "b"]  # equal points better neither
+    rows = [{"scenario": f"w1/{k}", "view": "host", "metric": m, "value": v, "ci_low": math.nan,
+             "ci_high": math.nan, "n": 1} for k, (i, w) in pts.items() for m, v in
+            (("isol_mean", i), ("work_conservation", w))]
+    assert frontier_note(rows, "w1").endswith(": static, contend, contend@p=1, bfq")
+    assert frontier_note(rows, "w2") == ""

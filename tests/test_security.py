@@ -243,9 +243,11 @@ def test_a_guard_restarted_after_sigkill_restores_what_was_there_before_the_firs
 def test_a_forged_guard_state_is_dropped_never_acted_on(cg):
     """State entries restored any relative path and device string (a newline reached io.max), and a
     malformed one crashed `contend clean` and every `contend run`."""
+    from contend.guard import scheduler
     from contend.guard.limiter import GUARD_STATE
     host, g = cg
     dev = device_of(DATA)
+    own = scheduler.current(dev)
     GUARD_STATE.mkdir(parents=True, exist_ok=True)
     outside = Path(f"/tmp/contend-sectest-{uuid.uuid4().hex[:6]}")
     outside.mkdir()
@@ -254,6 +256,12 @@ def test_a_forged_guard_state_is_dropped_never_acted_on(cg):
         "newline": {"caps": [{"cgroup": g.relpath, "device": f"{dev}\n1:1", "original": None}]},
         "bad-original": {"caps": [{"cgroup": g.relpath, "device": dev, "original": {"device": dev, "wbps": -1}}]},
         "not-a-list": {"caps": "x"},
+        "bad-scheduler": {"schedulers": [{"cgroup": "", "device": dev, "original": "bfq\nnone"}]},
+        "scheduler-of-a-cgroup": {"schedulers": [{"cgroup": g.relpath, "device": dev, "original": "none"}]},
+        "bad-weight": {"weights": [{"cgroup": g.relpath, "device": dev, "original": 5000}]},
+        "bad-cost-weight": {"cost_weights": [{"cgroup": g.relpath, "device": dev, "original": 20000}]},
+        "bad-iocost": {"iocost": [{"cgroup": "", "device": dev, "original": {"enable": "1 rpct=99"}}]},
+        "iocost-of-a-cgroup": {"iocost": [{"cgroup": g.relpath, "device": dev, "original": None}]},
         "not-json": "{",
     }
     files = [GUARD_STATE / f"sectest-{uuid.uuid4().hex[:6]}-{k}.json" for k in forged]
@@ -265,7 +273,8 @@ def test_a_forged_guard_state_is_dropped_never_acted_on(cg):
         assert all(f"guard cap {f}" in dry.stdout for f in files), dry.stdout  # listed as files to remove
         assert contend("clean").returncode == 0
         assert not any(f.exists() for f in files)
-        assert list(outside.iterdir()) == [] and not g.io_limits()
+        assert list(outside.iterdir()) == [] and not g.io_limits() and not g.io_weights()
+        assert scheduler.current(dev) == own  # no forged scheduler switched to
     finally:
         for f in files:
             f.unlink(missing_ok=True)

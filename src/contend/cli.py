@@ -413,7 +413,10 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                 "docker:label=K=V, podman:NAME, or contend (its containers)."),
           config: Optional[Path] = typer.Option(None, "--config", "-c",
                                                 help="YAML with the same keys (targets with weights, disks, ...)."),
-          policy: Optional[str] = typer.Option(None, help="contend (default), aridac, static or none."),
+          policy: Optional[str] = typer.Option(None, help="contend (default), hybrid (BFQ weights, contend's caps "
+                                                         "only while a target is pre-empted), bfq (weights only), "
+                                                         "iocost (io.weight under io.cost, cgroup v2), aridac, "
+                                                         "static or none."),
           capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
                                              help="A disk to guard and what it delivers, e.g. 254:0=4G "
                                                   "(repeatable; default: the calibrated disk)."),
@@ -454,7 +457,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     _term_as_interrupt()
     try:
         g = Guard(cfg, capacities)
-    except OSError as e:  # the metrics port taken, say
+    except (OSError, ValueError) as e:  # the metrics port taken, a disk without BFQ for a policy that needs it
         fail(f"cannot start: {e}")
     try:
         g.wait_for_targets()

@@ -246,10 +246,12 @@ def unavailable(runtime: str, runnable: dict) -> str:
 def remove_stale(say: Callable[[str], None]) -> int:
     """What a killed study left (containers, cgroups, data directories, namespaces, links), removed before
     a new one starts, as `contend clean` removes it; the host lock says no study is running. A guard's caps and
-    an engine's image are not a study's: `contend clean` removes those."""
+    weights and an engine's image are not a study's: `contend clean` removes those. A disk's scheduler that a
+    killed guard switched is put back: every later disk trial would run under it."""
     from .clean import clean
     lines: list[str] = []
-    n = clean(say=lines.append, only=lambda x: x.kind != "guard cap" and not x.kind.endswith(" image"),
+    n = clean(say=lines.append, only=lambda x: x.kind in ("guard scheduler",) or (
+              not x.kind.startswith("guard ") and not x.kind.endswith(" image")),
               lock_is_ours=True)
     if n:
         say(f"removing what an earlier contend study left on this host ({n} item(s)):")

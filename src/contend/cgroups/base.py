@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PREFIX = "contend"  # every cgroup contend creates lives below <hierarchy>/contend/
+WEIGHT_MAX = {"bfq": 1000, "cost": 10000}  # a cgroup's weight on a disk, by the mechanism that reads it
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,28 @@ class Cgroup(ABC):
     @abstractmethod
     def io_limits(self) -> dict[str, IoLimit]:
         """The I/O throttles set on this cgroup, by device."""
+
+    def io_weights(self, mechanism: str = "bfq") -> dict[str, int]:
+        """The per-device weights set on this cgroup for BFQ ("bfq") or io.cost ("cost"); a device absent
+        has the cgroup's default weight."""
+        try:
+            return parse_weights(read_text(self._weight_file(mechanism)))
+        except (OSError, ValueError):
+            return {}
+
+    def set_io_weight(self, device: str, weight: int | None, mechanism: str = "bfq") -> None:
+        """This cgroup's weight on one disk, for BFQ (1-1000; the file exists while the disk's scheduler is BFQ,
+        and the weight goes with the scheduler) or io.cost (1-10000, cgroup v2); None: back to the default."""
+        IoLimit(device)  # refuses what is not MAJ:MIN
+        top = WEIGHT_MAX[mechanism]
+        if weight is not None and not (type(weight) is int and 1 <= weight <= top):
+            raise ValueError(f"{device}: not a {mechanism} weight (1-{top}): {weight!r}")
+        write(self._weight_file(mechanism), f"{device} {'default' if weight is None else weight}")
+
+    @abstractmethod
+    def _weight_file(self, mechanism: str) -> Path:
+        """bfq: blkio.bfq.weight_device (v1) or io.bfq.weight (v2); cost: io.weight (v2 only, else ValueError).
+        The same format in each."""
 
     @abstractmethod
     def stats(self) -> Stats: ...
@@ -232,6 +255,16 @@ def read_pressure(path: Path | str, resource: str) -> dict[str, float]:
             key, _, val = f.partition("=")
             name = "total_us" if key == "total" else key
             out[f"{resource}.{kind}.{name}"] = float(val)
+    return out
+
+
+def parse_weights(text: str) -> dict[str, int]:
+    """'default 100' and 'MAJ:MIN N' lines (blkio.bfq.weight_device, io.bfq.weight): the per-device ones."""
+    out = {}
+    for line in text.splitlines():
+        dev, _, w = line.partition(" ")
+        if re.fullmatch(r"[0-9]+:[0-9]+", dev) and w.strip().isdigit():
+            out[dev] = int(w)
     return out
 
 

@@ -105,6 +105,11 @@ class V1Cgroup(Cgroup):
     def clear_io_limits(self, device: str) -> None:
         self._set_io(IoLimit(device))
 
+    def _weight_file(self, mechanism: str) -> Path:
+        if mechanism != "bfq":
+            raise ValueError(f"io.{mechanism} weights need cgroup v2 (this cgroup is v1)")
+        return self._dir("blkio") / "blkio.bfq.weight_device"
+
     def clear_memory_limit(self) -> None:
         write(self._dir("memory") / "memory.limit_in_bytes", "-1")
 

@@ -74,6 +74,9 @@ class V2Cgroup(Cgroup):
     def clear_io_limits(self, device: str) -> None:
         write(self.dir / "io.max", io_max_line(IoLimit(device)))
 
+    def _weight_file(self, mechanism: str) -> Path:
+        return self.dir / ("io.bfq.weight" if mechanism == "bfq" else "io.weight")
+
     def clear_memory_limit(self) -> None:
         write(self.dir / "memory.max", "max")
 

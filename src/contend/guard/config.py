@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Literal
 
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from ..spec import SpecError, Strict, format_error, yaml_problem
+from .policy import PolicyName
 from .targets import check_selector
 
 # what a disk can deliver, bytes/s: a capacity outside these is a typo or a broken calibration, and a
@@ -72,7 +72,7 @@ class TargetSel(Strict):
 
 
 class GuardConfig(GuardSettings):
-    policy: Literal["none", "static", "aridac", "contend"] = "contend"
+    policy: PolicyName = "contend"
     targets: list[TargetSel] = Field(min_length=1)
     disks: list[Disk] = []  # empty: the calibrated experiment disk and its capacity
     dry_run: bool = False

@@ -101,6 +101,20 @@ class Guard:
         self.collector = Collector(list(disks))
         self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=cfg.hysteresis)
         self.log_stream = log
+        try:  # BFQ's weights: the disks switched to it now; io.cost turned on; both put back by close()
+            if self.policy.scheduler:
+                for dev in disks:
+                    tuned = self.limiter.use_scheduler(dev, self.policy.scheduler, self.policy.tunables)
+                    if self.policy.tunables and not tuned and not cfg.dry_run:
+                        self.log("scheduler-kept", device=dev, scheduler=self.policy.scheduler,
+                                 message=f"the disk was already on {self.policy.scheduler}: its own tunables "
+                                         f"stay (the policy's: {self.policy.tunables})")
+            if self.policy.weighs == "cost":  # io.weight needs io.cost on the disk
+                for dev in disks:
+                    self.limiter.use_iocost(dev)
+        except (OSError, ValueError):
+            self.limiter.release_all()  # what it changed before the disk that refused
+            raise
         self.clock0 = time.monotonic() if clock0 is None else clock0
         self.targets: dict[str, Resolved] = {}
         self._keep = max(cfg.window, 3) + 1  # periods of usage history a policy sees
@@ -110,7 +124,11 @@ class Guard:
         self.alerts: dict[str, str] = {d: "" for d in disks}
         self.caps: dict[tuple[str, str], float | None] = {}
         self.records: list[Period] | None = [] if record else None
-        self.metrics = Metrics(cfg.metrics)
+        try:
+            self.metrics = Metrics(cfg.metrics)
+        except OSError:  # the port taken: nothing of this guard may stay behind
+            self.limiter.release_all()
+            raise
         self.hooks = Hooks(cfg.alert_cmd, HOOK_TIMEOUT_S)
         self._hook_due: dict[str, tuple[str, str]] = {}  # device -> (state, message) not yet told to the hook
         self._hook_told: dict[str, str] = {}  # device -> the state the hook was last told
@@ -122,6 +140,7 @@ class Guard:
         # disk); otherwise none, and the policy goes on learning everybody's lifeline
         self.gate: Callable[[str], bool] | None = None
         self._closed = False
+        self._logged_weights: dict[tuple[str, str], int | None] = {}
 
     # -- logs and alerts
     def log(self, event: str, **fields) -> None:
@@ -183,6 +202,7 @@ class Guard:
                 self.usage.pop((name, d), None)
                 self.caps.pop((name, d), None)
                 self._logged_caps.pop((name, d), None)  # pods come and go for months: nothing kept for the gone
+                self._logged_weights.pop((name, d), None)
                 self.metrics.drop(name, d)
         for name, r in found.items():
             if name not in self.targets:
@@ -253,6 +273,8 @@ class Guard:
                     continue
                 self.metrics.cap.labels(name, dev).set(math.nan if cap is None else cap)
                 self._log_cap(name, dev, cap, seen[name][dev].bytes_s)
+            for name, w in d.weights.items():
+                self._weigh(name, dev, None if gated else w)
             if self.records is not None:
                 self.records.append(Period(t, dev, d.capacity, lat[dev], d.alert,
                                            {n: u[dev].bytes_s for n, u in seen.items()}, dict(d.caps),
@@ -280,6 +302,17 @@ class Guard:
             self.escapes[dev] = esc.targets
         return esc
 
+    def _weigh(self, name: str, dev: str, weight: int | None) -> None:
+        """A target's BFQ weight on a disk (None: the one it had), with a log line when it changes."""
+        try:
+            self.limiter.weigh(self.targets[name].relpath, dev, weight, self.policy.weighs)
+        except OSError as e:  # the cgroup went away between scan and now
+            self.log("weight-failed", target=name, device=dev, error=str(e))
+            return
+        if self._logged_weights.get((name, dev), "unset") != weight:
+            self._logged_weights[(name, dev)] = weight
+            self.log("weight", target=name, device=dev, weight=weight, dry_run=self.cfg.dry_run)
+
     def _log_cap(self, name: str, dev: str, cap: float | None, usage: float) -> None:
         """A log line when a cap appears, goes, or moves by more than 10 %."""
         old = self._logged_caps.get((name, dev), "unset")
@@ -296,6 +329,7 @@ class Guard:
         period = self.period_ms / 1000
         end = None if duration is None else time.monotonic() + duration
         self.log("start", policy=self.cfg.policy, disks={d: round(c) for d, c in self.disks.items()},
+                 scheduler=self.policy.scheduler or None,
                  period_ms=self.period_ms, window=self.cfg.window, p=getattr(self.policy, "p", None),
                  dry_run=self.cfg.dry_run, pid=os.getpid())
         try:

@@ -1,8 +1,10 @@
-"""The guard's limiter: caps as io.max (v2) or blkio.throttle (v1) on a target's cgroup, whole disk.
+"""The guard's limiter: caps as io.max (v2) or blkio.throttle (v1) on a target's cgroup, whole disk; BFQ weights
+(io.bfq.weight, blkio.bfq.weight_device) per disk, with the disk's scheduler switched to BFQ for them.
 
 Before its first cap on a (cgroup, disk) the limiter notes the throttle that was there (a user's own
-`docker run --device-write-bps`, say) in a state file; releasing restores it. The state file outlives a
-guard killed with SIGKILL, so `contend clean` can restore what such a guard left (`leftovers`).
+`docker run --device-write-bps`, say) in a state file; releasing restores it. Weights and a disk's scheduler
+are noted and restored the same way. The state file outlives a guard killed with SIGKILL, so `contend clean`
+can restore what such a guard left (`leftovers`): caps and weights first, the scheduler last.
 
 Each guard's state is named by a random instance id, never by its PID (in a DaemonSet every guard is PID 1
 of its pod), and a guard holds an flock on `<id>.lock` while it lives: the kernel drops it when the guard
@@ -21,8 +23,10 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from ..cgroups import CgroupHost, IoLimit, Limits
+from ..cgroups.base import WEIGHT_MAX
 from ..hostlock import held
 from ..paths import STATE
+from . import scheduler
 from .config import MIN_CAP
 
 GUARD_STATE = STATE / "guard"
@@ -33,6 +37,14 @@ def cap_limit(device: str, cap: float, original: IoLimit | None) -> IoLimit:
     o = original or IoLimit(device)
     c = max(MIN_CAP, int(cap))
     return IoLimit(device, rbps=min(c, o.rbps or c), wbps=min(c, o.wbps or c), riops=o.riops, wiops=o.wiops)
+
+
+# what a guard may change, in the order it is put back: a cgroup's caps and weights before a disk's scheduler
+# (BFQ's weights go with it) and io.cost; each with the key of its list in the state file
+KINDS = {"cap": "caps", "weight": "weights", "cost-weight": "cost_weights", "scheduler": "schedulers",
+         "iocost": "iocost"}
+DISK_KINDS = ("scheduler", "iocost")  # a disk's, not a cgroup's
+MECHANISM = {"weight": "bfq", "cost-weight": "cost"}  # a weight's kind -> the mechanism that reads it
 
 
 class Limiter:
@@ -47,8 +59,11 @@ class Limiter:
         self.instance = uuid.uuid4().hex
         self.state_file = self.state_dir / f"{self.instance}.json"
         self._lock: int | None = None  # the fd of <instance>.lock, held while this guard lives
-        self.originals: dict[tuple[str, str], IoLimit | None] = {}  # (cgroup relpath, device) -> before
+        # per kind, (cgroup relpath or "" for a disk's, device) -> what was there before this guard changed it
+        self.held: dict[str, dict[tuple[str, str], object]] = {k: {} for k in KINDS}
+        self.originals = self.held["cap"]
         self.caps: dict[tuple[str, str], int] = {}  # what is written now, so an unchanged cap is not rewritten
+        self.weights: dict[tuple[str, str], int | None] = {}  # the weights written now
 
     def apply(self, relpath: str, device: str, cap: float | None) -> None:
         key = (relpath, device)
@@ -61,37 +76,91 @@ class Limiter:
             return
         cg = self.host.cgroup(relpath)
         if key not in self.originals:
-            dead = _dead_record(self.state_dir, relpath, device)
-            # a guard killed before us capped this: what was there before *its* cap is the original
-            self.originals[key] = dead[1] if dead else cg.io_limits().get(device)
-            self._save()
-            if dead:
-                _forget(dead[0], relpath, device)
-        lim = cap_limit(device, cap, self.originals[key])
+            self._take_over("cap", relpath, device, lambda: cg.io_limits().get(device))
+        lim = cap_limit(device, cap, self.originals[key])  # type: ignore[arg-type]
         now = self.caps.get(key)
         if now is None or abs(lim.wbps - now) > self.hysteresis * now:
             cg.set_limits(Limits(io=(lim,)))
             self.caps[key] = lim.wbps
 
+    def _take_over(self, kind: str, relpath: str, device: str, now):
+        """What was there before this guard's first change of (kind, cgroup, disk): what a guard killed before
+        us recorded, if one did (then its record is ours), else what is there `now()`; saved before any change."""
+        dead = _dead_record(self.state_dir, kind, relpath, device)
+        original = dead[1] if dead else now()
+        self.held[kind][(relpath, device)] = original
+        self._save()  # before the change: a guard killed right after it leaves a record of what to restore
+        if dead:
+            _forget(dead[0], kind, relpath, device)
+        return original
+
+    def use_scheduler(self, device: str, name: str, tunables: dict[str, int] | None = None) -> bool:
+        """Make `name` the disk's scheduler while this guard runs (ValueError where it is not offered), with
+        its `tunables` where this guard switched it: a scheduler the disk already had keeps its own (they are
+        the user's, and a crash could not put them back). Returns whether the tunables were set."""
+        if self.dry_run or ("", device) in self.held["scheduler"]:
+            return False
+        if name not in scheduler.offered(device):
+            scheduler.switch(device, name)  # raises, naming what is offered
+        if self._take_over("scheduler", "", device, lambda: scheduler.current(device)) == name:
+            return False
+        scheduler.switch(device, name)
+        scheduler.tune(device, tunables or {})
+        return True
+
+    def use_iocost(self, device: str) -> None:
+        """io.cost on the disk while this guard runs (cgroup v2's root io.cost.qos, the kernel's own model:
+        ctrl=auto), so that io.weight shares it; ValueError on a host without it."""
+        root = self.host.unified
+        if self.host.mode != "v2" or root is None or not (root / "io.cost.qos").exists():
+            raise ValueError(f"disk {device}: io.cost needs a cgroup v2 host whose kernel has it (this host: "
+                             f"{self.host.mode}); bfq weights work on v1")
+        if self.dry_run or ("", device) in self.held["iocost"]:
+            return
+        self._take_over("iocost", "", device, lambda: scheduler.iocost_qos(device, root))
+        scheduler.set_iocost(device, root, {"enable": "1", "ctrl": "auto"})
+
+    def weigh(self, relpath: str, device: str, weight: int | None, mechanism: str = "bfq") -> None:
+        """A target's weight on a disk for BFQ or io.cost (None: the one it had before)."""
+        kind = "weight" if mechanism == "bfq" else "cost-weight"
+        key = (relpath, device)
+        if self.dry_run or (weight is None and key not in self.held[kind]):
+            return
+        cg = self.host.cgroup(relpath)
+        if key not in self.held[kind]:
+            self._take_over(kind, relpath, device, lambda: cg.io_weights(mechanism).get(device))
+        want = self.held[kind][key] if weight is None else weight
+        if self.weights.get(key) != want:
+            cg.set_io_weight(device, want, mechanism)  # type: ignore[arg-type]
+            self.weights[key] = want  # type: ignore[assignment]
+
     def release(self, relpath: str, device: str) -> None:
+        """Put back what this guard changed on one cgroup's use of a disk (its cap and weight)."""
         key = (relpath, device)
         self.caps.pop(key, None)
-        if key not in self.originals:
-            return
-        restore(self.host, relpath, device, self.originals.pop(key))
-        self._save()
+        self.weights.pop(key, None)
+        for kind in ("weight", "cost-weight", "cap"):
+            if key in self.held[kind]:
+                put_back(self.host, kind, relpath, device, self.held[kind].pop(key))
+                self._save()
 
     def release_target(self, relpath: str) -> None:
-        for rel, dev in [k for k in self.originals if k[0] == relpath]:
+        for rel, dev in {k for kind in ("cap", "weight", "cost-weight") for k in self.held[kind] if k[0] == relpath}:
             self.release(rel, dev)
 
     def release_all(self) -> None:
-        for rel, dev in list(self.originals):
+        for rel, dev in {k for kind in ("cap", "weight", "cost-weight") for k in self.held[kind]}:
             try:
                 self.release(rel, dev)
-            except OSError:
-                self.originals.pop((rel, dev), None)  # the cgroup is gone, and its caps with it
+            except OSError:  # the cgroup is gone, and its caps and weights with it
+                for kind in ("cap", "weight", "cost-weight"):
+                    self.held[kind].pop((rel, dev), None)
+        for kind in DISK_KINDS:  # after the weights: BFQ's go with it
+            for key, original in list(self.held[kind].items()):
+                put_back(self.host, kind, *key, original)
+                del self.held[kind][key]
         self.caps.clear()
+        self.weights.clear()
         self.state_file.unlink(missing_ok=True)
         if self._lock is not None:
             self.state_file.with_suffix(".lock").unlink(missing_ok=True)
@@ -105,9 +174,12 @@ class Limiter:
         if self._lock is None:
             self._lock = os.open(self.state_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             fcntl.flock(self._lock, fcntl.LOCK_EX)
-        _write_state(self.state_file, {"instance": self.instance, "pid": os.getpid(), "caps": [
-            {"cgroup": rel, "device": dev, "original": asdict(o) if o else None}
-            for (rel, dev), o in self.originals.items()]})
+        doc: dict = {"instance": self.instance, "pid": os.getpid()}
+        for kind, key in KINDS.items():
+            doc[key] = [{"cgroup": rel, "device": dev,
+                         "original": asdict(o) if kind == "cap" and o else o}  # type: ignore[call-overload]
+                        for (rel, dev), o in self.held[kind].items()]
+        _write_state(self.state_file, doc)
 
 
 def _write_state(path: Path, doc: dict) -> None:
@@ -127,6 +199,31 @@ def restore(host: CgroupHost, relpath: str, device: str, original: IoLimit | Non
         cg.set_limits(Limits(io=(original,)))
 
 
+def restore_weight(host: CgroupHost, relpath: str, device: str, original: int | None, mechanism: str = "bfq") -> None:
+    cg = host.cgroup(relpath)
+    # another scheduler took BFQ's weights with it
+    if cg.exists() and (mechanism != "bfq" or scheduler.current(device) == "bfq"):
+        cg.set_io_weight(device, original, mechanism)
+
+
+def restore_scheduler(device: str, original: str) -> None:
+    if original and scheduler.current(device) not in ("", original):
+        scheduler.switch(device, original)
+
+
+def put_back(host: CgroupHost, kind: str, relpath: str, device: str, original) -> None:
+    """What one record says was there before a guard changed it, restored."""
+    if kind == "scheduler":
+        restore_scheduler(device, original)
+    elif kind == "iocost":
+        if host.unified is not None and (host.unified / "io.cost.qos").exists():
+            scheduler.set_iocost(device, host.unified, original)
+    elif kind in MECHANISM:
+        restore_weight(host, relpath, device, original, MECHANISM[kind])
+    else:
+        restore(host, relpath, device, IoLimit(**original) if isinstance(original, dict) else original)
+
+
 def _alive(state_file: Path) -> bool:
     """Is the guard that wrote this state running? It holds an flock on <id>.lock while it lives (a state
     from before instance ids has no lock: its guard is taken for dead)."""
@@ -137,25 +234,42 @@ DEVICE = re.compile(r"^[0-9]+:[0-9]+$")
 LIMIT_FIELDS = {f.name for f in fields(IoLimit)} - {"device"}
 
 
-def _entry(raw) -> dict:
+SCHEDULER_NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
+
+
+def _original_ok(kind: str, dev: str, o) -> bool:
+    if kind == "scheduler":
+        return isinstance(o, str) and bool(SCHEDULER_NAME.fullmatch(o))
+    if o is None:
+        return True
+    if kind in MECHANISM:
+        return type(o) is int and 1 <= o <= WEIGHT_MAX[MECHANISM[kind]]
+    if kind == "iocost":
+        return (isinstance(o, dict) and set(o) <= set(scheduler.QOS_KEYS)
+                and all(isinstance(v, str) and scheduler.QOS_VALUE.fullmatch(v) for v in o.values()))
+    return (isinstance(o, dict) and o.get("device") == dev and set(o) - {"device"} <= LIMIT_FIELDS
+            and all(v is None or (type(v) is int and v > 0) for k, v in o.items() if k != "device"))
+
+
+def _entry(raw, kind: str = "cap") -> dict:
     """A state entry as restore needs it, or {} when it is not one contend wrote (a traversal in its cgroup,
-    a newline in its device, a value that is not a rate): such an entry is dropped, never acted on."""
+    a newline in its device, a value that is not a rate, a weight or a scheduler's name): such an entry is
+    dropped, never acted on."""
     try:
         rel, dev, o = raw["cgroup"], raw["device"], raw.get("original")
-        if not (isinstance(rel, str) and isinstance(dev, str) and DEVICE.match(dev)) or ".." in Path(rel).parts:
+        if not (isinstance(rel, str) and isinstance(dev, str) and DEVICE.fullmatch(dev)) or ".." in Path(rel).parts:
             return {}
-        if o is not None and not (isinstance(o, dict) and o.get("device") == dev and set(o) - {"device"} <= LIMIT_FIELDS
-                                  and all(v is None or (type(v) is int and v > 0)
-                                          for k, v in o.items() if k != "device")):
-            return {}
-        return {"cgroup": rel.strip("/"), "device": dev, "original": o}
+        if (kind in DISK_KINDS) == bool(rel.strip("/")) or not _original_ok(kind, dev, o):
+            return {}  # a scheduler and io.cost are a disk's, caps and weights a cgroup's
+        return {"kind": kind, "cgroup": rel.strip("/"), "device": dev, "original": o}
     except (TypeError, KeyError, AttributeError):
         return {}
 
 
 def leftovers(state_dir: Path | None = None) -> list[tuple[Path, dict]]:
-    """Caps of guards that are not running any more: (state file, its entry) each; ({}) for a state file
-    with nothing valid to restore, which is only removed."""
+    """What guards that are not running any more changed: (state file, its entry) each, a file's caps and
+    weights before its schedulers (BFQ's weights go with BFQ); ({}) for a state file with nothing valid to
+    restore, which is only removed."""
     out = []
     base = state_dir or GUARD_STATE
     if not base.is_dir():
@@ -163,37 +277,46 @@ def leftovers(state_dir: Path | None = None) -> list[tuple[Path, dict]]:
     for f in sorted(base.glob("*.json")):
         if f.is_symlink() or _alive(f):
             continue
+        entries = []
         try:
-            caps = json.loads(f.read_text()).get("caps", [])
-            entries = [_entry(e) for e in caps] if isinstance(caps, list) else []
+            doc = json.loads(f.read_text())
+            for kind, key in KINDS.items():
+                got = doc.get(key, [])
+                entries += [_entry(e, kind) for e in got] if isinstance(got, list) else []
         except (OSError, ValueError, AttributeError):
             entries = []
         out += [(f, e) for e in entries if e] or [(f, {})]
     return out
 
 
-def _dead_record(state_dir: Path, relpath: str, device: str) -> tuple[Path, IoLimit | None] | None:
-    """The original a dead guard recorded for (cgroup, device), and its state file."""
+def _dead_record(state_dir: Path, kind: str, relpath: str, device: str) -> tuple[Path, object] | None:
+    """The original a dead guard recorded for (kind, cgroup, device), and its state file."""
     for f, e in leftovers(state_dir):
-        if e and e["cgroup"] == relpath.strip("/") and e["device"] == device:
-            return f, IoLimit(**e["original"]) if e["original"] else None
+        if e and (e["kind"], e["cgroup"], e["device"]) == (kind, relpath.strip("/"), device):
+            o = e["original"]
+            return f, IoLimit(**o) if kind == "cap" and o else o
     return None
 
 
-def _forget(state_file: Path, relpath: str, device: str) -> None:
+def _forget(state_file: Path, kind: str, relpath: str, device: str) -> None:
     """Drop one entry from a dead guard's state (a successor took it over); the file goes with its last."""
     rest = [e for f, e in leftovers(state_file.parent)
-            if f == state_file and e and (e["cgroup"], e["device"]) != (relpath.strip("/"), device)]
+            if f == state_file and e and (e["kind"], e["cgroup"], e["device"]) != (kind, relpath.strip("/"), device)]
     if rest:
-        _write_state(state_file, {"caps": rest})
+        _write_state(state_file, {key: [{k: v for k, v in e.items() if k != "kind"} for e in rest if e["kind"] == kd]
+                                  for kd, key in KINDS.items()})
     else:
         remove_leftover(None, state_file, {})
 
 
 def remove_leftover(host: CgroupHost | None, state_file: Path, entry: dict) -> None:
-    """Restore what one dead guard's entry recorded (an {} entry: nothing), then remove its state file."""
-    if entry and host is not None:
-        o = entry.get("original")
-        restore(host, entry["cgroup"], entry["device"], IoLimit(**o) if o else None)
+    """Restore what one dead guard's entry recorded and drop the entry from its state file, which goes with
+    its last entry (an {} entry: the file is removed): the others stay recorded for whoever restores them
+    (a new study puts a killed guard's scheduler back and leaves its caps to `contend clean`)."""
+    if entry:
+        if host is not None:
+            put_back(host, entry["kind"], entry["cgroup"], entry["device"], entry.get("original"))
+        _forget(state_file, entry["kind"], entry["cgroup"], entry["device"])
+        return
     state_file.unlink(missing_ok=True)
     state_file.with_suffix(".lock").unlink(missing_ok=True)

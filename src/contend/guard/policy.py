@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -38,11 +39,15 @@ class Decision:
     alert: str = ""  # non-empty: overload (the caps the targets need exceed the capacity)
     capacity: float = math.nan  # the capacity the policy divided (contend: its probed estimate)
     state: dict = field(default_factory=dict)
+    weights: dict[str, int] = field(default_factory=dict)  # per target, its BFQ or io.cost weight; {}: none set
 
 
 class Policy:
     name = ""
     period_ms = 100  # the period the policy is meant to run at (the guard's default for it)
+    scheduler = ""  # the disk scheduler the policy needs (its weights are BFQ's); "": whatever the disk has
+    weighs = ""  # what its Decision.weights are for: "bfq" (io.bfq.weight) or "cost" (io.weight under io.cost)
+    tunables: dict[str, int] = {}  # that scheduler's tunables (queue/iosched/), set where the guard switched it
 
     def decide(self, inp: PolicyInput) -> Decision:  # pragma: no cover - interface
         raise NotImplementedError
@@ -245,15 +250,103 @@ class ContendPolicy(Policy):
         return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold})
 
 
-POLICIES = {"none": NoPolicy, "static": StaticPolicy, "aridac": AridacPolicy, "contend": ContendPolicy}
+def bfq_weights(targets: list[TargetView], top: int = 1000) -> dict[str, int]:
+    """A target's weight (1 by default) on the kernel's scale (100 by default; BFQ's up to 1000, io.weight's
+    up to 10000)."""
+    return {t.name: min(top, max(1, round(100 * t.weight))) for t in targets}
+
+
+class BfqPolicy(Policy):
+    """The kernel's proportional share: the disk's scheduler switched to BFQ, each target weighted by its weight,
+    no caps. BFQ serves the backlogged targets in proportion to their weights and idles briefly for a target
+    whose queue just emptied (slice_idle), which is what protects a light, steady victim, and what costs the
+    neighbour throughput on a fast disk (docs/guard.md: bench/bfq_share.py)."""
+
+    name = "bfq"
+    period_ms = 1000  # nothing to decide but the weights of targets that came
+    scheduler = "bfq"
+    weighs = "bfq"
+
+    def decide(self, inp: PolicyInput) -> Decision:
+        return Decision({t.name: None for t in inp.targets}, capacity=inp.capacity, weights=bfq_weights(inp.targets))
+
+
+@dataclass
+class HybridPolicy(Policy):
+    """contend's hybrid: BFQ's weights for the steady state, contend's caps only while a target is pre-empted.
+
+    Every period contend's policy decides (so its lifelines and capacity estimate are always learnt). Its caps
+    are put in force when a target falls below (1 − tolerance) × its lifeline for two periods while another
+    grows past its own lifeline × (1 + P) or presses its cap (a neighbour taking the disk; a neighbour that
+    only stopped, or a disk that slowed for everybody, is not a reason to cap anybody). They stay while a
+    capped target presses its cap and come off after `calm` periods without either. In between nobody is
+    capped: the neighbour may use whatever the victim leaves (work-conserving), and BFQ shares by weight what
+    both keep queued. BFQ runs without idling (slice_idle 0): its idling is what protects a light victim and
+    what costs a fast disk's throughput (bench/bfq_share.py: work conservation 0.35 with it, 0.87 without);
+    here the caps protect instead.
+    """
+
+    window: int = 30
+    p: float = 0.2
+    calm: int = 10  # periods without a reason before the caps come off
+    name = "hybrid"
+    scheduler = "bfq"
+    weighs = "bfq"
+    tunables = {"slice_idle": 0}  # noqa: RUF012 - a class constant, never mutated
+
+    def decide(self, inp: PolicyInput) -> Decision:
+        inner = ContendPolicy(window=self.window, p=self.p)
+        d = inner.decide(PolicyInput(inp.targets, inp.capacity, inp.floor, inp.latency, inp.state.get("contend", {})))
+        pressing, growing, preempted = set(), set(), set()
+        for t in inp.targets:
+            u = t.usage
+            if len(u) < 3:
+                continue
+            life, recent = float(np.median(u[-self.window:])), _mean_tail(u, 2)
+            if t.cap is not None and u[-1] >= 0.9 * t.cap:
+                pressing.add(t.name)
+            elif recent > (1 + self.p) * life:
+                growing.add(t.name)
+            elif life > inp.floor and recent < (1 - inner.tolerance) * life:
+                preempted.add(t.name)
+        engaged = int(inp.state.get("calm", self.calm)) < self.calm
+        hurt = bool(preempted) and bool(pressing | growing)
+        calm = 0 if hurt or (engaged and pressing) else int(inp.state.get("calm", self.calm)) + 1
+        caps: dict[str, float | None] = d.caps if calm < self.calm else {t.name: None for t in inp.targets}
+        return Decision(caps, d.alert, d.capacity, {"contend": d.state, "calm": min(calm, self.calm)},
+                        bfq_weights(inp.targets))
+
+
+class IoCostPolicy(Policy):
+    """The kernel's io.cost (cgroup v2): the guard turns it on for each guarded disk (root io.cost.qos, the
+    kernel's own cost model and QoS: ctrl=auto) and gives each target weight × 100 as its io.weight (1-10000);
+    no caps. io.cost shares the device's estimated capacity in proportion to the weights of the cgroups
+    using it, and lends what one leaves unused to the others (work-conserving); resctl-bench tunes its QoS
+    (vrate) per device, the guard keeps the kernel's defaults (docs/guard.md)."""
+
+    name = "iocost"
+    period_ms = 1000
+    weighs = "cost"
+
+    def decide(self, inp: PolicyInput) -> Decision:
+        return Decision({t.name: None for t in inp.targets}, capacity=inp.capacity,
+                        weights=bfq_weights(inp.targets, 10000))
+
+
+POLICIES = {"none": NoPolicy, "static": StaticPolicy, "aridac": AridacPolicy, "contend": ContendPolicy,
+            "bfq": BfqPolicy, "hybrid": HybridPolicy, "iocost": IoCostPolicy}
+
+
+PolicyName = Literal["none", "static", "aridac", "contend", "bfq", "hybrid", "iocost"]
 
 
 def make(name: str, n: int = 30, p: float | None = None) -> Policy:
     """A policy by name; p None: its own default (aridac 0.35 as its authors' code, contend 0.2)."""
     if name == "aridac":
         return AridacPolicy(n=n) if p is None else AridacPolicy(n=n, p=p)
-    if name == "contend":
-        return ContendPolicy(window=n) if p is None else ContendPolicy(window=n, p=p)
+    if name in ("contend", "hybrid"):
+        cls = ContendPolicy if name == "contend" else HybridPolicy
+        return cls(window=n) if p is None else cls(window=n, p=p)
     return POLICIES[name]()
 
 

@@ -25,7 +25,7 @@ COLUMNS = (("isol_mean", "host", "isol mean"), ("isol_p05", "host", "isol p05"),
            ("delivery_mb_s", "host", "disk MB/s"), ("reclaim_s", "host", "reclaim s"),
            ("burst_completion_s", "host", "burst done s"))
 VICTIM_COLUMNS = 5
-ORDER = ("none", "static", "aridac", "contend")
+ORDER = ("none", "static", "aridac", "contend", "bfq", "hybrid", "iocost")
 
 
 def io_series(s, tenant: str) -> tuple[np.ndarray, np.ndarray]:
@@ -178,8 +178,74 @@ def compact(r: dict) -> str:
     return f"{v:.{places}f}±{(r['ci_high'] - r['ci_low']) / 2:.{places}f}"
 
 
-def _rank(policy: str) -> int:
-    return ORDER.index(policy) if policy in ORDER else len(ORDER)
+def _rank(label: str) -> tuple[int, str]:
+    """A policy's place in the tables: by policy, then by its point of the sweep (`contend@p=0.5`)."""
+    policy = label.partition("@")[0]
+    return (ORDER.index(policy) if policy in ORDER else len(ORDER)), label
+
+
+def frontier(points: dict[str, tuple[float, float]]) -> list[str]:
+    """The labels no other point betters on both (isolation, work conservation): at least as good on both and
+    better on one. NaN points are on no frontier."""
+    ok = {k: p for k, p in points.items() if not any(math.isnan(x) for x in p)}
+    return [k for k, (a, b) in ok.items()
+            if not any(c >= a and d >= b and (c > a or d > b) for j, (c, d) in ok.items() if j != k)]
+
+
+FRONTIER = (("work_conservation", "host"), ("isol_mean", "host"))  # x, y of the frontier figure
+
+
+def frontier_points(rows: list[dict], workload: str) -> dict[str, tuple[dict, dict]]:
+    """Per policy label of a workload, its (work conservation, isol mean) rows."""
+    cells = {(r["scenario"], r["view"], r["metric"]): r for r in rows}
+    out = {}
+    for sc in {r["scenario"] for r in rows if r["scenario"].partition("/")[0] == workload}:
+        x, y = (cells.get((sc, v, m)) for m, v in FRONTIER)
+        if x is not None and y is not None:
+            out[sc.partition("/")[2]] = (x, y)
+    return out
+
+
+def frontier_note(rows: list[dict], workload: str) -> str:
+    pts = frontier_points(rows, workload)
+    best = sorted(frontier({k: (y["value"], x["value"]) for k, (x, y) in pts.items() if k != "none"}), key=_rank)
+    return (f"the frontier (isol mean against work conservation, host view; no other policy better on both): "
+            f"{', '.join(best)}" if best else "")
+
+
+def _spans(rows: list[dict]) -> list[list[float]]:
+    """Error bars (below, above) of each row's value: its 95 % interval, none where it has none."""
+    def ok(x: float) -> bool:
+        return x is not None and math.isfinite(x)
+    return [[r["value"] - r["ci_low"] if ok(r["ci_low"]) else 0.0 for r in rows],
+            [r["ci_high"] - r["value"] if ok(r["ci_high"]) else 0.0 for r in rows]]
+
+
+def frontier_figure(workload: str, rows: list[dict]) -> Figure:
+    """Isolation against work conservation, a point per policy (and per point of the sweep), with their 95 %
+    intervals; a policy's sweep joined by a line; the frontier ringed (resctl-bench's iocost-qos in kind)."""
+    pts = frontier_points(rows, workload)
+    best = set(frontier({k: (y["value"], x["value"]) for k, (x, y) in pts.items() if k != "none"}))
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    colors = {p: f"C{i}" for i, p in enumerate(ORDER)}
+    for policy in sorted({k.partition("@")[0] for k in pts}, key=_rank):
+        mine = sorted((k for k in pts if k.partition("@")[0] == policy), key=lambda k: pts[k][0]["value"])
+        xs = [pts[k][0]["value"] for k in mine]
+        ys = [pts[k][1]["value"] for k in mine]
+        ax.errorbar(xs, ys, xerr=_spans([pts[k][0] for k in mine]), yerr=_spans([pts[k][1] for k in mine]),
+                    color=colors.get(policy, "k"), marker="o", ms=4, lw=0.8,
+                    capsize=2, label=policy)
+        for k, x, y in zip(mine, xs, ys):
+            if k in best:
+                ax.plot([x], [y], marker="o", ms=11, mfc="none", mec="black", lw=0)
+            if "@" in k:
+                ax.annotate(k.partition("@")[2], (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("work conservation (paired, host view)")
+    ax.set_ylabel("victim isol mean (host view)")
+    ax.set_title(f"{workload}: isolation against work conservation (ringed: the frontier)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return fig
 
 
 def rich_tables(tables: dict[str, list[list[str]]], title: str, notes: dict[str, list[str]] | None = None) -> Group:
@@ -288,6 +354,8 @@ def refresh_protection(directory: Path, store: Store, title: str):
     rows = analyze_protection(directory, store, runs)
     tables = side_by_side(rows, {key[1]: why for key, why in failures(store).items()})
     notes = disk_notes(runs, references(runs))
+    for wl in notes:
+        notes[wl] += [n for n in [frontier_note(rows, wl)] if n]
     (directory / "guard-table.md").write_text(markdown(tables, title, notes))
     figdir = directory / "figures"
     figures = []
@@ -295,6 +363,9 @@ def refresh_protection(directory: Path, store: Store, title: str):
         mine = [r for r in runs if r.workload == wl]
         figures.append({"title": f"{wl}: victim under each policy",
                         "png": save(workload_figure(wl, mine), figdir / f"victim-{wl}")})
+        if len(frontier_points(rows, wl)) > 1:
+            figures.append({"title": f"{wl}: isolation against work conservation",
+                            "png": save(frontier_figure(wl, rows), figdir / f"frontier-{wl}")})
         for r in mine:
             name = f"{r.trial['scenario']} · rep {r.trial['repetition']}"
             alerts = [e for e in store.events(r.trial["trial_id"]) if e["kind"] in ("alert", "alert-cleared")]

@@ -1,11 +1,14 @@
 """The guard study's spec (kind: guard): workloads × policies, Aridac."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from itertools import product
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from ...guard.config import GuardSettings
+from ...guard.policy import PolicyName
 from ...spec.base import Strict, StudyKind, known_runtime, no_repeats
 
 
@@ -30,6 +33,24 @@ class GuardQuick(Strict):
     time_scale: float = Field(default=0.4, gt=0, le=1)  # burst_at_s, burst_volume_s and tail_s × this
 
 
+Setting = Literal["p", "window", "period_ms", "floor", "hysteresis"]
+# the settings each policy reads: a sweep over one it does not read runs it once, at the study's settings
+READS: dict[str, tuple[str, ...]] = {
+    "none": (), "bfq": (), "iocost": (), "static": ("floor",), "aridac": ("p", "window", "period_ms", "floor"),
+    "contend": ("p", "window", "period_ms", "floor", "hysteresis"),
+    "hybrid": ("p", "window", "period_ms", "floor", "hysteresis")}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A policy at one point of the study's sweep: its label (the policy's name, then `@setting=value,...`
+    where swept: `contend@p=0.5`), the policy, and the settings it runs with beyond the study's guard:."""
+
+    label: str
+    policy: str
+    settings: dict = field(default_factory=dict)
+
+
 class GuardStudy(StudyKind):
     """A guard evaluation: every workload under every policy, side by side on this host's disk."""
 
@@ -37,12 +58,43 @@ class GuardStudy(StudyKind):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
     runtime: str = "runc"
-    policies: Annotated[list[Literal["none", "static", "aridac", "contend"]], Field(min_length=1),
+    policies: Annotated[list[PolicyName], Field(min_length=1),
                         no_repeats("policy")]
     workloads: Annotated[list[Workload], Field(min_length=1), no_repeats("workload", by_name=True)]
     repetitions: int = Field(default=1, gt=0, le=1000)
     guard: GuardSettings = GuardSettings()
+    # the tuning sweep: each policy that reads a setting runs once per value (per combination of the swept
+    # settings it reads), each run between two under none as any other; the report draws the frontier
+    sweep: dict[Setting, Annotated[list[float], Field(min_length=1, max_length=20), no_repeats("value")]] = {}
     quick: GuardQuick = GuardQuick()
+
+    @field_validator("sweep")
+    @classmethod
+    def _sweep_settings(cls, v: dict, info: ValidationInfo) -> dict:
+        """Each value a setting the guard would take (a window of 0.5 periods is not)."""
+        base = info.data.get("guard", GuardSettings()).model_dump()
+        for k, values in v.items():
+            for i, x in enumerate(values):
+                try:
+                    GuardSettings.model_validate({**base, k: x})
+                except ValidationError as e:
+                    raise ValueError(f"{k}[{i}]: {e.errors()[0]['msg']}") from None
+        return v
+
+    def variants(self) -> list[Variant]:
+        """Every policy at every point of the sweep it reads, in the order of `policies:`."""
+        out = []
+        for policy in self.policies:
+            keys = [k for k in self.sweep if k in READS[policy]]
+            for values in product(*(self.sweep[k] for k in keys)):
+                settings = GuardSettings.model_validate({**self.guard.model_dump(), **dict(zip(keys, values))})
+                swept = {k: getattr(settings, k) for k in keys}
+                label = policy + ("@" + ",".join(f"{k}={x:g}" for k, x in swept.items()) if swept else "")
+                out.append(Variant(label, policy, swept))
+        return out
+
+    def variant(self, label: str) -> Variant:
+        return next(v for v in self.variants() if v.label == label)
 
     @field_validator("runtime")
     @classmethod

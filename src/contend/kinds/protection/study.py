@@ -33,8 +33,8 @@ class ProtectionStudy(Study, kind="guard", model=GuardStudy, cell=ProtectionCell
         for r in range(1, self.spec.repetitions + 1):
             for w in self.spec.workloads:
                 out.append((w, "none", r, ""))
-                for p in (p for p in self.spec.policies if p != "none"):
-                    out += [(w, p, r, ""), (w, "none", r, p)]
+                for v in (v for v in self.spec.variants() if v.policy != "none"):
+                    out += [(w, v.label, r, ""), (w, "none", r, v.label)]
         return out
 
     def ident(self, run: tuple) -> str:
@@ -52,7 +52,8 @@ class ProtectionStudy(Study, kind="guard", model=GuardStudy, cell=ProtectionCell
         self.run_each(
             store, runs, [run_seconds(run[0]) for run in runs],
             f"[bold]{spec.name}[/bold]: {len(runs)} runs ({', '.join(w.name for w in spec.workloads)} × "
-            f"{', '.join(spec.policies)} × {spec.repetitions} rep, each policy between two runs under none) on "
+            f"{', '.join(v.label for v in spec.variants())} × {spec.repetitions} rep, each policy between two runs "
+            f"under none) on "
             f"{capacity['disk_device']} "
             f"({capacity['disk_write_bw_bytes_s'] / 1e9:.1f} GB/s calibrated)",
             lambda run: f"{run[0].name} under {run[1]} r{run[2]}" + (f" (after {run[3]})" if run[3] else ""),

@@ -151,10 +151,12 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
     follows (paired evaluation, study.plan)."""
     host = host or detect()
     C = float(capacity["disk_write_bw_bytes_s"])
+    v = study.variant(policy)  # `policy` is a label: the policy, at a point of the sweep if there is one
+    settings = {**study.guard.model_dump(), **v.settings}
     result = TrialResult(TrialRecord(
         trial_id=run_id(w.name, policy, rep, after), runtime=study.runtime, repetition=rep,
-        cell=ProtectionCell(w.name, policy, {**w.model_dump(), "policy": policy, "after": after,
-                                             "guard": study.guard.model_dump()}),
+        cell=ProtectionCell(w.name, policy, {**w.model_dump(), "policy": v.policy, "swept": v.settings,
+                                             "after": after, "guard": settings}),
         capacity=capacity, facts=facts))
     rec = result.record
     try:
@@ -164,11 +166,11 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
                 t.run(name, layout(f"/data/{name}.dat", SIZE), timeout=300, what="fio layout")
             t.start_sampling(restart_clock=True)
             rel = {t.c[name].cgroup.relpath: name for name in TENANTS}
-            cfg = GuardConfig(policy=policy, targets=[{"target": f"cgroup:{r}"} for r in rel], metrics="off",
-                              **study.guard.model_dump())
+            cfg = GuardConfig(policy=v.policy, targets=[{"target": f"cgroup:{r}"} for r in rel], metrics="off",
+                              **settings)
             with GuardUnderTest(cfg, {capacity["disk_device"]: C}, host, log, t.clock0) as g:
                 # the settings in force (a policy's own period and P where the study left them to it)
-                rec.cell.params["guard"] = {**study.guard.model_dump(), "period_ms": g.guard.period_ms,
+                rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms,
                                                 "p": getattr(g.guard.policy, "p", None)}
                 g.guard.scan(strict=True)
                 starts = _write(t, w, C, g, result)
