@@ -25,7 +25,7 @@ lint: venv
 test-faults: setup
 	$(VENV)/bin/pytest -q -m faults $(PYTEST_ARGS)
 
-# only the real cgroup v2 tests, in the v2 guest (make test runs them too)
+# only the v2 guest: the real cgroup v2 tests, then every kind of study on pure v2 (make test runs both too)
 test-cgroup2: setup
 	$(VENV)/bin/pytest -q -s tests/test_cgroup2_guest.py
 

@@ -12,7 +12,11 @@ Prints every trial, then per view and kind: the mean, SD, min and max of I_plr a
 in the band (default [0.95, 1.03], issue 19's harmony band).
 
     sudo .venv/bin/python bench/null_trials.py [--rounds 5] [--runtime runc] [--scenario harmony]
-        [--spec presets/quick.yaml]
+        [--spec presets/quick.yaml] [--no-ebpf]
+
+--no-ebpf runs the same trials without contend's eBPF probes (the host and guest views only): run it between
+two runs with them to see what the probes themselves take from the tenants (docs/results.md, issue 25's v2
+guest).
 """
 from __future__ import annotations
 
@@ -67,8 +71,11 @@ def main() -> None:
     ap.add_argument("--resource", default="cpu")
     ap.add_argument("--spec", type=Path, default=Path(__file__).parent.parent / "presets" / "quick.yaml",
                     help="the trial's shape (baseline, steps, buckets) and metric settings come from here")
+    ap.add_argument("--no-ebpf", action="store_true", help="without contend's eBPF probes")
     args = ap.parse_args()
     spec = load(args.spec)
+    if args.no_ebpf:
+        spec = spec.model_copy(update={"probes": spec.probes.model_copy(update={"ebpf": False})})
     lock = host_lock(STATE / "bench-null-trials")  # noqa: F841  (held until exit: no study runs beside it)
     real = STANDARD[args.scenario]
     # the null scenario: the same tenants and limits, the disruptive tenant's load at 0 throughout

@@ -9,13 +9,17 @@
 # The guest's console goes to stdout; SCRIPT's exit code becomes this script's. A guest that does not finish
 # within $GUEST_TIMEOUT seconds is killed (exit 124) with its console log already printed.
 set -euo pipefail
-# GUEST_KERNEL: which of Debian's kernels the guest boots: 6.1 (bookworm's, the default) or 6.12 (bookworm's
-# updates); each is cached in a directory of its own. KPKG names an exact linux-image package instead.
+# GUEST_KERNEL: which of Debian's kernels the guest boots: 6.1 (bookworm's, the default), 6.12 (bookworm's
+# updates) or 5.10 (bullseye's, Debian 11: older than Ubuntu 22.04's 5.15, whose packages are not reachable
+# here); each is cached in a directory of its own. KPKG names an exact linux-image package instead.
 GUEST_KERNEL=${GUEST_KERNEL:-6.1}
+SUITE=  # a suite other than the host's: its lists are fetched into the guest's cache, never the host's apt
 case "$GUEST_KERNEL" in
   6.1) KPATTERN='^linux-image-6\.1\.0-[0-9]+-amd64$'; default_dir=/var/cache/contend/cgroup2-guest ;;
   6.12) KPATTERN='^linux-image-6\.12\.[0-9]+\+deb12-amd64$'; default_dir=/var/cache/contend/cgroup2-guest-6.12 ;;
-  *) echo "cgroup2-guest: GUEST_KERNEL=$GUEST_KERNEL: must be 6.1 or 6.12 (the kernels Debian's lists offer here)" >&2
+  5.10) KPATTERN='^linux-image-5\.10\.0-[0-9]+-amd64$'; default_dir=/var/cache/contend/cgroup2-guest-5.10
+        SUITE=bullseye ;;
+  *) echo "cgroup2-guest: GUEST_KERNEL=$GUEST_KERNEL: must be 6.1, 6.12 or 5.10 (the kernels Debian's lists offer here)" >&2
      exit 2 ;;
 esac
 GUEST_DIR=${GUEST_DIR:-$default_dir}
@@ -36,11 +40,21 @@ build() {
   [ -x /bin/busybox ] || die "busybox-static missing (apt-get install busybox-static)"
   # (the guest also runs the host's /bin/busybox after switch_root, for poweroff)
   mkdir -p "$GUEST_DIR" && cd "$GUEST_DIR"
+  local apt=()
+  if [ -n "$SUITE" ]; then  # apt's own signature checks, against the host's Debian keyring, in a private state
+    mkdir -p apt/lists/partial apt/cache/archives/partial
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $SUITE main" \
+      > apt/sources.list
+    apt=(-o Dir::Etc::SourceList="$GUEST_DIR/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+         -o Dir::State::Lists="$GUEST_DIR/apt/lists" -o Dir::Cache="$GUEST_DIR/apt/cache"
+         -o Dir::State::Status=/dev/null)
+    apt-get "${apt[@]}" -q update >/dev/null || die "apt-get update of Debian $SUITE's lists failed"
+  fi
   if [ -z "$KPKG" ]; then
-    KPKG=$(apt-cache search --names-only "$KPATTERN" | awk '{print $1}' | sort -V | tail -1)
+    KPKG=$(apt-cache "${apt[@]}" search --names-only "$KPATTERN" | awk '{print $1}' | sort -V | tail -1)
   fi
   [ -n "$KPKG" ] || die "no package matching $KPATTERN in the apt lists (run apt-get update)"
-  rm -rf pkg x && mkdir pkg && (cd pkg && apt-get download -q "$KPKG" >/dev/null 2>&1) \
+  rm -rf pkg x && mkdir pkg && (cd pkg && apt-get "${apt[@]}" download -q "$KPKG" >/dev/null 2>&1) \
     || die "apt-get download $KPKG failed"
   dpkg -x pkg/*.deb x
   kver=$(ls x/lib/modules)
@@ -82,7 +96,7 @@ INIT
   chmod +x initrd/init
   (cd initrd && find . | cpio -o -H newc 2>/dev/null | gzip -1) > initrd.gz
   rm -f disk.img && truncate -s 8G disk.img  # sparse: the guard's and the disk studies' files fit
-  rm -rf pkg x initrd
+  rm -rf pkg x initrd apt
   echo "$BUILD" > ready
 }
 

@@ -5,7 +5,9 @@ with no empty table written. Each tool is made to fail by a stand-in of the same
 a real read-only mount."""
 from __future__ import annotations
 
+import csv
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +139,52 @@ def test_the_last_line_of_a_rust_tools_error_is_its_error_not_its_backtrace():
            "Stack backtrace:\n   0: <unknown>\n   9: <unknown>\n")
     assert last_line(out) == "Error: failed to create container: failed to prepare rootfs"
     assert last_line("a\nb\n") == "b" and last_line(b"") == ""
+
+
+@needs_root
+def test_a_runtime_failing_in_the_preflight_is_n_a_with_its_last_line(tmp_path):
+    """runc itself failing from the start (a stand-in first on PATH): the preflight says so in the cell's n/a
+    reason, naming the runtime and its last line, as for any runtime this host cannot run."""
+    from .conftest import runtime_or_skip
+    runtime_or_skip("runc")
+    out = tmp_path / "out"
+    p = contend("run", str(tiny_spec(tmp_path / "tiny.yaml")), "--out", str(out), env=failing(tmp_path, "runc"))
+    assert p.returncode == 0 and "Traceback" not in p.stdout + p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "runc not available: runc create contend-doctor-runc-" in p.stdout
+    assert "runc exited 3: runc: injected failure" in p.stdout
+
+
+@needs_root
+def test_a_runtime_failing_in_a_trial_fails_it_with_its_exit_code_and_last_line(tmp_path):
+    """runc passing the preflight, then failing to create the trial's containers (a stand-in that runs the real
+    runc for its first container only): the trial fails with a reason naming runc and its last line, the
+    study exits 1 with no traceback; the table's cell is n/a with that reason."""
+    from .conftest import runtime_or_skip
+    real = runtime_or_skip("runc")
+    import shutil
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    shim = shims / "runc"
+    shim.write_text(f"""#!/bin/sh
+case " $* " in *" create "*|*" run "*)
+  n=$(( $(cat {shims}/n 2>/dev/null || echo 0) + 1 )); echo $n > {shims}/n
+  [ $n -gt 1 ] && {{ echo 'runc: injected failure' >&2; exit 3; }} ;;
+esac
+exec {shutil.which(real.binary)} "$@"
+""")
+    shim.chmod(0o755)
+    out = tmp_path / "out"
+    p = contend("run", str(tiny_spec(tmp_path / "tiny.yaml", retries=0)), "--out", str(out),
+                env={"PATH": f"{shims}:{os.environ['PATH']}"}, timeout=300)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    text = " ".join((p.stdout + p.stderr).split())
+    assert "Traceback" not in text and "runc: injected failure" in text, text[-2000:]
+    assert "1 of 1 trials failed" in p.stdout
+    import duckdb
+    with duckdb.connect(str(out / "contend.duckdb"), read_only=True) as db:
+        (status, reason), = db.execute("SELECT status, reason FROM trials").fetchall()
+    said = r"runc create contend-\w+-abiding: runc exited 3: runc: injected failure"
+    assert status == "failed" and re.fullmatch(said, reason), reason
+    # the table says why in the cell's footnote; nothing measured is presented as a figure
+    assert f"(1) {reason}" in (out / "table4-host.md").read_text()
+    assert [r["value"] for r in csv.DictReader(open(out / "metrics.csv"))] == [""]

@@ -15,8 +15,8 @@ from .base import (
     RuntimeFailed,
     check,
     entries,
+    failure,
     in_netns,
-    last_line,
     remember_netns,
     run_atomic,
 )
@@ -69,7 +69,7 @@ class OciRuntime(Runtime):
             p = run_atomic(self.cli_for(spec.name, "create", "--bundle", str(bundle), spec.name),
                            stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         if p.returncode != 0:
-            raise RuntimeFailed(f"{self.name} create {spec.name}: {last_line(log.read_text()) or p.returncode}")
+            raise RuntimeFailed(failure(f"{self.name} create {spec.name}", self.name, p.returncode, log.read_text()))
         self.track(c)
         check(self.cli_for(spec.name, "start", spec.name), f"{self.name} start {spec.name}")
         return c
