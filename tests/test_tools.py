@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 from contend.tools import ToolFailed, last_line, run_tool, workdir
 
-from .conftest import contend, needs_root, require, tiny_spec
+from .conftest import CONTEND, contend, needs_root, require, tiny_spec
 
 PRESETS = Path(__file__).resolve().parents[1] / "presets"
 
@@ -188,3 +189,73 @@ exec {shutil.which(real.binary)} "$@"
     # the table says why in the cell's footnote; nothing measured is presented as a figure
     assert f"(1) {reason}" in (out / "table4-host.md").read_text()
     assert [r["value"] for r in csv.DictReader(open(out / "metrics.csv"))] == [""]
+
+
+# ---------------------------------------------------------------- a load tool failing inside a container
+def broken_in_containers(tmp_path: Path, tool: str) -> list[str]:
+    """A prefix that runs contend in a mount namespace of its own where the host's `tool` is a stand-in that
+    fails (exit 3, one line on stderr) inside every container, and runs a copy of the real tool on the host
+    (the copy's path is under the test's /tmp, which no container sees). A container's /usr is a recursive bind
+    of contend's, so the stand-in is what the tenants run; the host's own /usr/bin is never touched."""
+    require("unshare")
+    real = Path(shutil.which(tool) or pytest.skip(f"{tool} not installed"))
+    copy = tmp_path / "real" / tool
+    copy.parent.mkdir()
+    shutil.copy2(real, copy)
+    shim = tmp_path / f"{tool}-in-containers"
+    shim.write_text(f"#!/bin/sh\n[ -x {copy} ] && exec {copy} \"$@\"\necho '{tool}: injected failure' >&2\nexit 3\n")
+    shim.chmod(0o755)
+    return ["unshare", "--mount", "--propagation", "private",
+            "sh", "-c", 'mount --bind "$0" "$1" && shift && exec "$@"', str(shim), str(real)]
+
+
+def run_broken(tmp_path: Path, tool: str, spec: Path) -> tuple[subprocess.CompletedProcess, list[tuple[str, str]]]:
+    """The study run with `tool` failing in its containers: its output and its trials' (status, reason)."""
+    out = tmp_path / "out"
+    p = subprocess.run([*broken_in_containers(tmp_path, tool), *CONTEND, "run", str(spec), "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    assert "Traceback" not in p.stdout + p.stderr, p.stdout[-3000:] + p.stderr[-3000:]
+    import duckdb
+    with duckdb.connect(str(out / "contend.duckdb"), read_only=True) as db:
+        return p, db.execute("SELECT status, reason FROM trials").fetchall()
+
+
+@needs_root
+def test_fio_failing_in_a_container_fails_the_trial_with_its_exit_code_and_last_line(tmp_path):
+    """The disk load's file laid out by fio in each tenant (an isolation study's disk trial)."""
+    from .conftest import runtime_or_skip
+    runtime_or_skip("runc")
+    p, trials = run_broken(tmp_path, "fio", tiny_spec(tmp_path / "tiny.yaml", resources=("disk",), retries=0))
+    assert p.returncode == 1 and "1 of 1 trials failed" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+    (status, reason), = trials
+    assert status == "failed" and re.fullmatch(
+        r"the disk load's setup in \w+: fio exited 3: fio: injected failure", reason), reason
+
+
+@needs_root
+def test_stress_ng_failing_in_a_container_fails_the_detect_trial_with_its_exit_code_and_last_line(tmp_path):
+    """The CPU antagonist of a detect study (stress-ng in the noisy tenant)."""
+    from .conftest import runtime_or_skip
+    runtime_or_skip("runc")
+    spec = tmp_path / "detect.yaml"
+    spec.write_text("kind: detect\nname: broken\nruntimes: [runc]\ncases: [cpu]\nrepetitions: 1\nretries: 0\n"
+                    "trial: {baseline_s: 2, jitter_s: 0, attack_s: 3, tail_s: 1, period_s: 0.5}\n")
+    p, trials = run_broken(tmp_path, "stress-ng", spec)
+    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
+    (status, reason), = trials
+    assert status == "failed" and re.fullmatch(
+        r"cpu case, \w+: stress-ng exited 3: stress-ng: injected failure", reason), reason
+
+
+@needs_root
+def test_sysbench_failing_in_a_container_fails_its_runs_with_its_exit_code_and_last_line(tmp_path):
+    """A parallel study's benchmark (sysbench cpu): every run's reason names it, the study exits 1."""
+    from .conftest import runtime_or_skip
+    runtime_or_skip("runc")
+    spec = tmp_path / "parallel.yaml"
+    spec.write_text("kind: parallel\nname: broken\nruntimes: [runc]\nbenchmarks: [sysbench-cpu]\ncounts: [1]\n"
+                    "runs_per_container: 1\nretries: 0\nlimits: {cpus: 1, memory: 256M}\n")
+    p, trials = run_broken(tmp_path, "sysbench", spec)
+    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
+    said = r"sysbench-cpu in \S+: sysbench exited 3: sysbench: injected failure"
+    assert trials and all(status == "failed" and re.fullmatch(said, why) for status, why in trials), trials

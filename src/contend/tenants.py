@@ -20,9 +20,10 @@ from .probes.base import Sample, Target
 from .probes.device import DeviceSampler
 from .probes.sampler import CgroupSampler, HostCpuSampler, oom_events
 from .runtimes import Container, ContainerSpec, RuntimeFailed
-from .runtimes.base import last_line, signals_deferred
+from .runtimes.base import signals_deferred
 from .runtimes.security import DEFAULT_CAPS
 from .store import TrialRecord
+from .tools import failure
 
 
 @dataclass
@@ -156,8 +157,8 @@ class Tenants:
         and its last line."""
         p = self.rt.run(self.c[tenant], argv, timeout=timeout)
         if check and p.returncode != 0:
-            why = last_line(p.stderr or p.stdout)[:200]
-            raise error(f"{what or argv[0]} in {tenant} exited {p.returncode}" + (f": {why}" if why else ""))
+            raise error(failure(f"{what or argv[0]} in {tenant}", os.path.basename(argv[0]), p.returncode,
+                                p.stderr or p.stdout))
         return p
 
     def kill(self, tenant: str, names: str) -> None:

@@ -65,6 +65,17 @@ def run_tool(argv: list[str], doing: str, timeout: float | None = None,
     except OSError as e:
         raise ToolFailed(doing, tool, f"could not start: {e.strerror or e}") from None
     if p.returncode != 0:
-        said = last_line(p.stderr) or last_line(p.stdout)
-        raise ToolFailed(doing, tool, exit_reason(p.returncode) + (f": {said}" if said else ""))
+        raise ToolFailed(doing, tool, ended(p.returncode, p.stderr or p.stdout))
     return p
+
+
+def ended(code: int, output: str | bytes | None) -> str:
+    """'exited 3: <its last line>': how a command ended and what it said last (at most 300 characters of it)."""
+    said = last_line(output)[:300]
+    return exit_reason(code) + (f": {said}" if said else "")
+
+
+def failure(what: str, tool: str, code: int, output: str | bytes | None) -> str:
+    """One line for a command that failed, on the host or in a container: what it was for, the tool, its exit
+    code or signal and its last line ("fio layout in victim: fio exited 1: fio: No space left on device")."""
+    return f"{what}: {tool} {ended(code, output)}"

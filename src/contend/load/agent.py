@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..paths import HOME
 from ..runtimes import Container, Runtime, RuntimeFailed
-from ..tools import last_line, run_tool
+from ..tools import exit_reason, last_line, run_tool
 
 SOURCE = Path(__file__).parent / "agent.c"
 IN_CONTAINER = "/data/contend-load"  # each tenant's copy, in its own /data
@@ -147,7 +147,7 @@ class Agent:
             pass
         said = re.search(r'msg="([^"]*)"', err)  # a runtime's log line (runc: time=… level=error msg="…")
         err = said.group(1) if said else err
-        return f"load agent exited {code}{(' ' + err) if err else ''}".strip()
+        return f"load agent {exit_reason(code)}" + (f": {err}" if err else "")
 
     def stop(self, timeout: float = 10) -> None:
         """End of stdin ends the agent; a kill if it does not go."""

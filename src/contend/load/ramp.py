@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..runtimes import Container, Runtime, RuntimeFailed, last_line
+from ..runtimes import Container, Runtime, RuntimeFailed
+from ..tools import failure
 from .agent import Agent, AgentError, start_in
 from .generators import LoadGenerator
 
@@ -74,8 +75,8 @@ class RampController:
         for tenant, c in self.containers.items():
             p = self.runtime.run(c, argv, timeout=timeout)
             if p.returncode != 0:
-                raise RuntimeFailed(f"{tenant}: `{' '.join(argv[:2])}` setup exited {p.returncode} "
-                                    f"{last_line(p.stderr or p.stdout)}".strip())
+                raise RuntimeFailed(failure(f"the {self.generator.resource} load's setup in {tenant}", argv[0],
+                                            p.returncode, p.stderr or p.stdout))
 
     def now(self) -> float:
         return time.monotonic() - self.clock0

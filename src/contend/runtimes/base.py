@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import owned
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect, mirror
 from ..paths import STATE  # noqa: F401  (re-exported: runtimes keep their state below it)
-from ..tools import exit_reason, last_line  # noqa: F401  (last_line re-exported: the runtimes and the load use it)
+from ..tools import failure, last_line  # noqa: F401  (re-exported: the runtimes, the load and the kinds use them)
 from .security import DEFAULT_CAPS
 
 NAME_PREFIX = "contend-"
@@ -61,13 +61,6 @@ atexit.register(sweep)
 
 class RuntimeFailed(Exception):
     """A runtime refused or failed; the message says which command and why."""
-
-
-def failure(what: str, tool: str, code: int, output: str | bytes | None) -> str:
-    """One line for a runtime command that failed: what, the tool's exit code or signal, its last line
-    ("runc create x: runc exited 1: container_linux.go: …"), as contend's other tools say it."""
-    said = last_line(output)
-    return f"{what}: {tool} {exit_reason(code)}" + (f": {said}" if said else "")
 
 
 @dataclass

@@ -9,6 +9,7 @@ from .base import (
     ContainerSpec,
     Runtime,
     RuntimeFailed,
+    failure,
     signals_deferred,
 )
 from .builds import BUILDS, built, why_not_built
@@ -67,7 +68,7 @@ def availability(rt: Runtime, try_run: bool = True) -> Availability:
         c = rt.create(spec)
         p = rt.run(c, ["/usr/bin/true"], timeout=30)
         a.runs = p.returncode == 0
-        a.reason = "" if a.runs else f"exec exited {p.returncode}: {p.stderr.strip()[-200:]}"
+        a.reason = "" if a.runs else failure(f"{rt.name} exec in {spec.name}", rt.name, p.returncode, p.stderr)
     except (RuntimeFailed, OSError) as e:
         a.runs, a.reason = False, str(e)[:300]
     finally:

@@ -16,9 +16,10 @@ from ...load.agent import Agent, AgentError, start_in
 from ...load.fio import layout, warm
 from ...network import SINK_IP, Link, NetworkError
 from ...probes import Sample
-from ...runtimes import RuntimeFailed, last_line, signals_deferred
+from ...runtimes import RuntimeFailed, signals_deferred
 from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, reset_host, stop
+from ...tools import failure
 from ...watch.daemon import WatchConfig, Watcher
 from ...watch.signals import Frame
 from .cases import CASES, TENANTS, AgentLoad, Case, Load
@@ -138,7 +139,7 @@ class Loads:
         for key, (p, tool) in self.procs.items():
             if p.poll() is not None and p.returncode not in (0, None) and case.name != "own-memory":
                 err = p.stderr.read() if p.stderr else ""
-                raise RuntimeFailed(f"{key.split(':')[0]}: {tool} exited {p.returncode} {last_line(err)}")
+                raise RuntimeFailed(failure(f"{case.name} case, {key.split(':')[0]}", tool, p.returncode, err))
         for key, agents in self.agents.items():
             for a in agents:
                 if not a.running:

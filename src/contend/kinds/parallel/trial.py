@@ -22,6 +22,7 @@ from ...cgroups import CgroupHost, Limits
 from ...runtimes import ContainerSpec, RuntimeFailed
 from ...store import TrialRecord
 from ...tenants import TrialResult
+from ...tools import failure
 from .benchmarks import BENCHMARKS, BenchmarkError
 from .cell import ParallelCell
 from .metrics import scenario_of
@@ -194,9 +195,8 @@ class Cell:
         elif proc.returncode is None:
             rec.reason = f"timed out after {self.spec.run_timeout_s:.0f} s"
         elif proc.returncode != 0:
-            why = (err or out).strip().splitlines()
-            rec.reason = (f"{self.bench.name} exited {proc.returncode}"
-                          + (" (OOM-killed)" if ooms > 0 else "") + (f": {why[-1][:200]}" if why else ""))
+            rec.reason = failure(f"{self.bench.name} in {rec.tenant}" + (" (OOM-killed)" if ooms > 0 else ""),
+                                 Path(self.argv[0]).name, proc.returncode, err or out)
         else:
             try:
                 rec.figures = self.bench.parse(out)

@@ -23,9 +23,10 @@ from ...guard.daemon import Guard
 from ...load.fio import layout
 from ...measured import StepWindow
 from ...probes import Sample
-from ...runtimes import Container, RuntimeFailed, last_line, signals_deferred
+from ...runtimes import Container, RuntimeFailed, signals_deferred
 from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, reset_host, stop
+from ...tools import failure
 from .cell import ProtectionCell
 from .spec import GuardStudy, Workload
 
@@ -220,7 +221,7 @@ def _write(t: Tenants, w: Workload, C: float, g: GuardUnderTest, result: TrialRe
                 _, err = p.communicate()
             # the victim is stopped with SIGINT: fio then ends its jobs, writes its logs and exits 128 or so
             if p.returncode != 0 and not (name == "victim" and (t.data[name] / VICTIM_LOG).exists()):
-                raise RuntimeFailed(f"{name}: fio exited {p.returncode} {last_line(err)}")
+                raise RuntimeFailed(failure(f"the {name}'s load", "fio", p.returncode, err))
     finally:
         stop(list(procs.values()))
     return starts

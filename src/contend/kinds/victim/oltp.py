@@ -20,11 +20,11 @@ from ...doctor.calibrate import meminfo
 from ...load.database import DATABASES, ClientResult, Database, DatabaseError
 from ...metrics import StepWindow
 from ...runtimes import RuntimeFailed
-from ...runtimes.base import last_line
 from ...spec import size_bytes
 from ...store import TrialRecord
 from ...study import Advance, Study, facts_of_trial, need_space, unavailable
 from ...tenants import Tenants, TrialResult, reset_host
+from ...tools import failure
 from .cells import OltpCell
 from .metrics import converged
 from .report import refresh_victim
@@ -182,12 +182,12 @@ class OltpTrial:
     def _disturbed(self, t: Tenants, index: int, name: str) -> None:
         ld = self.spec.load
         run_s = ld.warmup_s + ld.seconds + 5
-        proc = t.exec(DISRUPTOR, bomb(name, run_s, self.limits.memory or 0))
+        argv = bomb(name, run_s, self.limits.memory or 0)
+        proc = t.exec(DISRUPTOR, argv)
         try:
             time.sleep(ld.warmup_s)
             if proc.poll() is not None and proc.returncode != 0:  # no disruptor: no disturbed window to measure
-                why = last_line(proc.communicate()[1])
-                t.event(DISRUPTOR, "disruptor-failed", f"{name} exited {proc.returncode}" + (f": {why}" if why else ""))
+                t.event(DISRUPTOR, "disruptor-failed", failure(name, argv[0], proc.returncode, proc.communicate()[1]))
             else:
                 self._window(t, name, index, self.rate, ld.seconds)
         except DatabaseError as e:  # this window has no figures; the next disruptor still runs
