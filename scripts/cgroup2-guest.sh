@@ -30,7 +30,7 @@ MODULES=(virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_p
          9pnet 9pnet_virtio 9p
          llc stp bridge veth sch_tbf  # network trials: a bridge, veth pairs, a tbf bottleneck
          bfq)  # the guard's BFQ weights
-BUILD=3  # bump when the initramfs or the disk changes: cached guests are rebuilt
+BUILD=4  # bump when the initramfs or the disk changes: cached guests are rebuilt
 
 die() { echo "cgroup2-guest: $*" >&2; exit 2; }
 
@@ -86,7 +86,11 @@ script=$(sed -n 's/.*contend_script=\([^ ]*\).*/\1/p' /proc/cmdline)
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostroot /root || { echo "guest: 9p mount failed"; poweroff -f; }
 mount -t proc proc /root/proc; mount -t sysfs sys /root/sys; mount -t devtmpfs dev /root/dev
 # /tmp stays the host's (read-only: a checkout may live there); scratch space is $TMPDIR=/run/tmp
+# contend's state is the guest's own (tmpfs), but the runtimes `make setup` built on the host (runc@1.5.2, …)
+# stay visible in it, read-only
+[ -d /root/var/lib/contend/runtimes ] && mkdir -p /built && mount -o bind /root/var/lib/contend/runtimes /built
 mount -t tmpfs run /root/run; mkdir -p /root/run/tmp; mount -t tmpfs state /root/var/lib/contend
+[ -d /built ] && mkdir -p /root/var/lib/contend/runtimes && mount -o move /built /root/var/lib/contend/runtimes
 mount -t cgroup2 cgroup2 /root/sys/fs/cgroup
 mount -t tracefs tracefs /root/sys/kernel/tracing 2>/dev/null
 echo "guest: cgroup2 controllers: $(cat /root/sys/fs/cgroup/cgroup.controllers)"
@@ -101,15 +105,15 @@ INIT
 }
 
 run() {
-  local script=$1
-  [ -f "$script" ] || die "no script $script"
+  local script; script=$(readlink -f "$1")  # before build, which works in $GUEST_DIR
+  [ -f "$script" ] || die "no script $1"
   build
   mkdir -p /var/lib/contend  # a mount point the guest needs on the shared root
   local log; log=$(mktemp)
   set +e
   timeout --foreground -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
     -kernel "$GUEST_DIR/vmlinuz" -initrd "$GUEST_DIR/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 rdinit=/init contend_script=$(readlink -f "$script")" \
+    -append "console=ttyS0 quiet panic=-1 rdinit=/init contend_script=$script" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     -drive file="$GUEST_DIR/disk.img",format=raw,if=virtio \
     -display none -serial stdio -no-reboot -nic none 2>&1 | tee "$log"

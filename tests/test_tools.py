@@ -142,6 +142,24 @@ def test_the_last_line_of_a_rust_tools_error_is_its_error_not_its_backtrace():
     assert last_line("a\nb\n") == "b" and last_line(b"") == ""
 
 
+def test_a_runtimes_log_gives_its_message_and_the_fatal_cause_before_it():
+    """runc logs logfmt lines; its last one is a wrapper (`runc create failed: … read init-p: connection reset by
+    peer`), the cause is the fatal line its init logged before dying. Debian 12's runc 1.1.5 on a 5.10 kernel
+    (the v2 guest, GUEST_KERNEL=5.10), as its log file said it."""
+    log = ('time="2026-11-26T06:33:02Z" level=fatal msg="nsexec[151]: could not ensure we are a cloned binary: '
+           'No such file or directory"\n'
+           'time="2026-11-26T06:33:02Z" level=error msg="runc run failed: unable to start container process: '
+           'waiting for init preliminary setup: read init-p: connection reset by peer" func="main.fatalWithCode()" '
+           'file="utils.go:61"\n')
+    assert last_line(log) == ("nsexec[151]: could not ensure we are a cloned binary: No such file or directory "
+                              "(runc run failed: unable to start container process: waiting for init preliminary "
+                              "setup: read init-p: connection reset by peer)")
+    # one logfmt line: its message; an escaped quote stays in it
+    assert last_line('time="x" level=error msg="exec failed: \\"sh\\": not found"\n') == 'exec failed: "sh": not found'
+    # a line that only mentions msg= is not a log line
+    assert last_line("fio: bad option msg=x\n") == "fio: bad option msg=x"
+
+
 @needs_root
 def test_a_runtime_failing_in_the_preflight_is_n_a_with_its_last_line(tmp_path):
     """runc itself failing from the start (a stand-in first on PATH): the preflight says so in the cell's n/a

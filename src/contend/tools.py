@@ -5,6 +5,7 @@ last line it wrote (a ToolFailed; contend prints it and exits 1, never a traceba
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -21,13 +22,26 @@ class ToolFailed(subprocess.SubprocessError):
         self.tool = tool
 
 
+# a Go runtime's log line (runc, crun's --log-format text is the same): time="…" level=error msg="…" …
+LOGFMT = re.compile(r'\blevel=(\w+) msg="((?:[^"\\]|\\.)*)"')
+
+
 def last_line(text: str | bytes | None) -> str:
-    """The last line a failing command wrote: usually its reason."""
+    """The last line a failing command wrote: usually its reason. A runtime's logfmt log gives its last message,
+    after the fatal message logged before it if there is one: runc's init logs why it died (`nsexec: could not
+    ensure we are a cloned binary`), then runc a wrapper that says only that its init went away."""
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
     text = (text or "").split("\nStack backtrace:")[0]  # a Rust tool's (youki's) error, then its backtrace
     lines = text.strip().splitlines()
-    return lines[-1].strip() if lines else ""
+    if not lines:
+        return ""
+    logged = [(m[1], m[2].replace('\\"', '"')) for m in map(LOGFMT.search, lines) if m]
+    if not logged or not LOGFMT.search(lines[-1]):
+        return lines[-1].strip()
+    last = logged[-1][1]
+    fatal = [msg for level, msg in logged[:-1] if level in ("fatal", "panic") and msg != last]
+    return f"{fatal[-1]} ({last})" if fatal else last
 
 
 def workdir() -> Path:

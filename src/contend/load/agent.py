@@ -9,7 +9,6 @@ own); so a report's time is where it was measured, not when a busy host got roun
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 import subprocess
 import threading
@@ -145,8 +144,6 @@ class Agent:
             err = last_line(self.proc.stderr.read()) if code is not None else ""
         except (OSError, ValueError):
             pass
-        said = re.search(r'msg="([^"]*)"', err)  # a runtime's log line (runc: time=… level=error msg="…")
-        err = said.group(1) if said else err
         return f"load agent {exit_reason(code)}" + (f": {err}" if err else "")
 
     def stop(self, timeout: float = 10) -> None:
