@@ -30,7 +30,7 @@ MODULES=(virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_p
          9pnet 9pnet_virtio 9p
          llc stp bridge veth sch_tbf  # network trials: a bridge, veth pairs, a tbf bottleneck
          bfq)  # the guard's BFQ weights
-BUILD=4  # bump when the initramfs or the disk changes: cached guests are rebuilt
+BUILD=5  # bump when the initramfs or the disk changes: cached guests are rebuilt
 
 die() { echo "cgroup2-guest: $*" >&2; exit 2; }
 
@@ -86,9 +86,10 @@ script=$(sed -n 's/.*contend_script=\([^ ]*\).*/\1/p' /proc/cmdline)
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostroot /root || { echo "guest: 9p mount failed"; poweroff -f; }
 mount -t proc proc /root/proc; mount -t sysfs sys /root/sys; mount -t devtmpfs dev /root/dev
 # /tmp stays the host's (read-only: a checkout may live there); scratch space is $TMPDIR=/run/tmp
-# contend's state is the guest's own (tmpfs), but the runtimes `make setup` built on the host (runc@1.5.2, …)
-# stay visible in it, read-only
-[ -d /root/var/lib/contend/runtimes ] && mkdir -p /built && mount -o bind /root/var/lib/contend/runtimes /built
+# contend's state is the guest's own (tmpfs); with GUEST_BUILT=1 the runtimes `make setup` built on the host
+# (runc@1.5.2, …) stay visible in it, read-only (off by default: doctor would try each under TCG)
+grep -q 'contend_built=1' /proc/cmdline && [ -d /root/var/lib/contend/runtimes ] && mkdir -p /built \
+  && mount -o bind /root/var/lib/contend/runtimes /built
 mount -t tmpfs run /root/run; mkdir -p /root/run/tmp; mount -t tmpfs state /root/var/lib/contend
 [ -d /built ] && mkdir -p /root/var/lib/contend/runtimes && mount -o move /built /root/var/lib/contend/runtimes
 mount -t cgroup2 cgroup2 /root/sys/fs/cgroup
@@ -113,7 +114,7 @@ run() {
   set +e
   timeout --foreground -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
     -kernel "$GUEST_DIR/vmlinuz" -initrd "$GUEST_DIR/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 rdinit=/init contend_script=$script" \
+    -append "console=ttyS0 quiet panic=-1 rdinit=/init contend_script=$script contend_built=${GUEST_BUILT:-0}" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     -drive file="$GUEST_DIR/disk.img",format=raw,if=virtio \
     -display none -serial stdio -no-reboot -nic none 2>&1 | tee "$log"

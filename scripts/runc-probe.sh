@@ -2,7 +2,7 @@
 # Can each runc on this host run a container, without and with a user namespace? Runs the distribution's runc
 # and every runc contend built (/var/lib/contend/runtimes/runc@*/runc) on a minimal bundle (the host's /usr,
 # read-only), with --debug, and prints each one's exit code and its error lines. Needs root. For a guest kernel:
-#   GUEST_KERNEL=5.10 scripts/cgroup2-guest.sh run scripts/runc-probe.sh
+#   GUEST_BUILT=1 GUEST_KERNEL=5.10 scripts/cgroup2-guest.sh run scripts/runc-probe.sh
 # Everything it makes is in a private directory, removed at the end.
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
