@@ -46,20 +46,21 @@ def value(out: Path, **match: str) -> float:
     return float(rows[0]["value"]) if rows[0]["value"] else float("nan")
 
 
-def test_v2_isolation_of_all_four_resources(tmp_path):
-    """Volpert's Table 4 in small: runc × escape × cpu, memory, disk, network."""
+def test_v2_isolation_of_cpu_disk_and_network(tmp_path):
+    """Volpert's Table 4 in small: runc × escape × cpu, disk, network. (Memory is left out for CI's time: the
+    OOM killer acting in a container's own v2 cgroup is checked by the oltp study's memory bomb below, and
+    memory.max's OOM kill event by test_cgroup2.py.)"""
     for tool in ("stress-ng", "fio", "iperf3"):
         require(tool)
-    out, stdout = quick_pass(tmp_path, "volpert-icpe24", runtimes=["runc"], scenarios=["escape"])
-    for res in ("cpu", "memory", "disk", "network"):
+    out, stdout = quick_pass(tmp_path, "volpert-icpe24", runtimes=["runc"], scenarios=["escape"],
+                             resources=["cpu", "disk", "network"])
+    for res in ("cpu", "disk", "network"):
         for view in ("host", "ebpf", "guest"):
             v = value(out, scenario="escape", resource=res, view=view, metric="I_intFree")
             assert 0 <= v <= 1.1, (res, view, v)  # the eBPF view too: the probes attach on v2's kernels
-    # the physics: cpu.max, io.max and the tbf hold the disruptive tenant asking 1.5 × its limit; memory.max
-    # is enforced by the OOM killer in its own cgroup
+    # the physics: cpu.max, io.max and the tbf hold the disruptive tenant asking 1.5 × its limit
     for res in ("cpu", "disk", "network"):
         assert value(out, scenario="escape", resource=res, view="host", metric="escape") < 1.1, res
-    assert "oom-kill" in (out / "report.html").read_text()
     assert (out / "table4-host.md").read_text().count("| runc |") == 1
 
 
