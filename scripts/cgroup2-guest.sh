@@ -7,7 +7,9 @@
 #   scripts/cgroup2-guest.sh run SCRIPT       # boot, run SCRIPT (a host path) in the guest's chroot, power off
 #
 # The guest's console goes to stdout; SCRIPT's exit code becomes this script's. A guest that does not finish
-# within $GUEST_TIMEOUT seconds is killed (exit 124) with its console log already printed.
+# within $GUEST_TIMEOUT seconds is killed (exit 124) with its console log already printed. A soft lockup of the
+# guest's kernel (seen now and then under TCG as Debian's runc 1.1.5 starts a container: docs/runtimes.md) panics
+# it at once with every CPU's backtrace on the console, and this script exits 1, not at the timeout.
 set -euo pipefail
 # GUEST_KERNEL: which of Debian's kernels the guest boots: 6.1 (bookworm's, the default), 6.12 (bookworm's
 # updates) or 5.10 (bullseye's, Debian 11: older than Ubuntu 22.04's 5.15, whose packages are not reachable
@@ -30,7 +32,7 @@ MODULES=(virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_p
          9pnet 9pnet_virtio 9p
          llc stp bridge veth sch_tbf  # network trials: a bridge, veth pairs, a tbf bottleneck
          bfq)  # the guard's BFQ weights
-BUILD=5  # bump when the initramfs or the disk changes: cached guests are rebuilt
+BUILD=6  # bump when the initramfs or the disk changes: cached guests are rebuilt
 
 die() { echo "cgroup2-guest: $*" >&2; exit 2; }
 
@@ -82,6 +84,8 @@ for pass in 1 2 3 4 5; do
   [ -z "$left" ] && break
 done
 [ -n "$left" ] && echo "guest: could not load:$left"
+# from here on, warnings reach the console too: a soft lockup's backtraces (the kernel panics on one, below)
+echo 5 > /proc/sys/kernel/printk
 script=$(sed -n 's/.*contend_script=\([^ ]*\).*/\1/p' /proc/cmdline)
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostroot /root || { echo "guest: 9p mount failed"; poweroff -f; }
 mount -t proc proc /root/proc; mount -t sysfs sys /root/sys; mount -t devtmpfs dev /root/dev
@@ -114,7 +118,7 @@ run() {
   set +e
   timeout --foreground -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
     -kernel "$GUEST_DIR/vmlinuz" -initrd "$GUEST_DIR/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 rdinit=/init contend_script=$script contend_built=${GUEST_BUILT:-0}" \
+    -append "console=ttyS0 quiet panic=-1 softlockup_panic=1 softlockup_all_cpu_backtrace=1 rdinit=/init contend_script=$script contend_built=${GUEST_BUILT:-0}" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     -drive file="$GUEST_DIR/disk.img",format=raw,if=virtio \
     -display none -serial stdio -no-reboot -nic none 2>&1 | tee "$log"

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from contend.cgroups import detect
+from contend.report.table import SPEEDUP
 
 from .conftest import IS_ROOT, contend, require
 
@@ -57,6 +58,12 @@ def test_v2_isolation_of_cpu_disk_and_network(tmp_path):
     for res in ("cpu", "disk", "network"):
         for view in ("host", "ebpf", "guest"):
             v = value(out, scenario="escape", resource=res, view=view, metric="I_intFree")
+            if (res, view) == ("cpu", "guest") and value(out, scenario="escape", resource="cpu", view="guest",
+                                                         metric="host_speedup") > SPEEDUP:
+                # the load agent's work per CPU-second changed during the trial: under TCG a vCPU runs as fast
+                # as qemu's thread gets one of the host's cores (no steal time is reported), and contend says so
+                assert "host speed: in runc escape cpu" in (out / "table4-guest.md").read_text()
+                continue
             assert 0 <= v <= 1.1, (res, view, v)  # the eBPF view too: the probes attach on v2's kernels
     # the physics: cpu.max, io.max and the tbf hold the disruptive tenant asking 1.5 × its limit
     for res in ("cpu", "disk", "network"):
