@@ -427,10 +427,6 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                               "(default: contend 0.2; aridac 0.35, its code's "
                                                               "ELASTIC; the paper's text says 0.2)."),
           floor: Optional[float] = typer.Option(None, help="No cap below this share of capacity (default 0.02)."),
-          ceiling: Optional[float] = typer.Option(None, help="contend and hybrid: the capacity estimate may climb "
-                                                             "past --capacity to this × it while the disk's "
-                                                             "latency stays low and no target is pre-empted "
-                                                             "(1: never past it; default 1)."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log, set no cap."),
           wait: Optional[float] = typer.Option(None, "--wait", metavar="SECONDS",
                                                help="At start, wait this long for a named target that does not "
@@ -452,7 +448,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     disks = _capacity_flags(capacity)
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
-                            "window": window, "p": p, "floor": floor, "ceiling": ceiling, "dry_run": dry_run or None,
+                            "window": window, "p": p, "floor": floor, "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:
         fail(str(e))

@@ -49,9 +49,6 @@ class GuardSettings(Strict):
     floor: float = Field(default=0.02, gt=0, lt=1)  # no cap below this share of the disk's capacity
     # a cap in force is rewritten only when the policy moves it by more than this share (0: every move)
     hysteresis: float = Field(default=0.0, ge=0, lt=1)
-    # contend's (and the hybrid's) capacity estimate climbs past the configured capacity to at most this × it
-    # while the device's latency stays low and nobody is pre-empted (1: never past it); None: the policy's own
-    ceiling: float | None = Field(default=None, ge=1, le=10)
 
 
 class Disk(Strict):

@@ -96,7 +96,7 @@ class Guard:
         self.cfg = cfg
         self.disks = disks  # MAJ:MIN -> configured capacity, bytes/s
         self.host = host or detect()
-        self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.ceiling)
+        self.policy = make(cfg.policy, cfg.window, cfg.p)
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
         self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=cfg.hysteresis)
@@ -331,7 +331,6 @@ class Guard:
         self.log("start", policy=self.cfg.policy, disks={d: round(c) for d, c in self.disks.items()},
                  scheduler=self.policy.scheduler or None,
                  period_ms=self.period_ms, window=self.cfg.window, p=getattr(self.policy, "p", None),
-                 ceiling=getattr(self.policy, "ceiling", None),
                  dry_run=self.cfg.dry_run, pid=os.getpid())
         try:
             next_at = time.monotonic()

@@ -191,10 +191,7 @@ class ContendPolicy(Policy):
       recovers. While nobody
       is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
       hurt last time. A disk that slows down (Aridac Fig. 8) lowers the estimate instead of squeezing the
-      victim. A disk faster than its calibration (a fast virtio disk delivers 25-45 % more in one minute than
-      in the next) is found the same way from the other side: while the device's latency stays near its
-      floor and nobody is pre-empted, the estimate climbs on past the configured capacity, up to `ceiling` ×
-      it, until a pre-emption says where the disk's real limit lies this minute.
+      victim.
     """
 
     window: int = 30
@@ -205,25 +202,19 @@ class ContendPolicy(Policy):
     lowest: float = 0.5  # the estimate never drops below this share of the configured capacity: a disk that
     # slowed further is not helped by squeezing everybody (the overload alert says it instead)
     latency_factor: float = 4.0  # device latency this many times its floor counts as saturated (0: ignore)
-    ceiling: float = 1.0  # the estimate climbs to at most this × the configured capacity (1: the calibration)
     name = "contend"
 
     def decide(self, inp: PolicyInput) -> Decision:
         cap_max = inp.capacity
         est = float(inp.state.get("capacity", cap_max))
-        # the level that hurt last time; None before any pre-emption (the calibration is no such level)
-        bad = inp.state.get("hurt_at")
+        bad = float(inp.state.get("hurt_at", cap_max))
         hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
-        # past the calibration, each target is judged against the lifeline it had when the estimate went past
-        # it: a squeeze that grows by a percent a period would drag a median along and never count
-        anchor = inp.state.get("anchor") if est > cap_max else None
-        lives: dict[str, float] = {}
         claims, weights = {}, {}
         wanting, preempted = [], []
         need = 0.0  # Σ lifeline × (1 + P): what the targets live at
         for t in inp.targets:
             u = t.usage
-            life = lives[t.name] = float(np.median(u[-self.window:])) if len(u) else 0.0
+            life = float(np.median(u[-self.window:])) if len(u) else 0.0
             need += life * (1 + self.p)
             weights[t.name] = t.weight
             if not len(u) or (t.cap is not None and u[-1] >= 0.9 * t.cap):
@@ -232,15 +223,13 @@ class ContendPolicy(Policy):
                 continue
             claims[t.name] = max(inp.floor, life, _mean_tail(u, 3)) * (1 + self.p)
             # pre-empted: the last two periods below its lifeline (two, not one: a bucket's jitter)
-            held = max(life, (anchor or {}).get(t.name, 0.0))
-            if len(u) >= 3 and held > inp.floor and _mean_tail(u, 2) < (1 - self.tolerance) * held:
+            if len(u) >= 3 and life > inp.floor and _mean_tail(u, 2) < (1 - self.tolerance) * life:
                 preempted.append(t.name)
         # the disk is saturated: somebody wants more than its cap, the device's latency is up, or
         # everybody got less at once (the disk slowed down)
         lat = inp.latency
         slow = self.latency_factor > 0 and len(lat) > 3 and lat[-1] > self.latency_factor * float(np.min(lat))
-        # past the calibration the estimate is a probe: any pre-emption says it went too far
-        saturated = bool(wanting) or slow or len(preempted) >= 2 or (est > cap_max and bool(preempted))
+        saturated = bool(wanting) or slow or len(preempted) >= 2
         if saturated and preempted and not hold:
             # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
             # this moment: one step, where a fixed factor needs several from a stale calibration), then
@@ -252,22 +241,13 @@ class ContendPolicy(Policy):
         else:
             hold = max(0, hold - 1)
             if saturated and not preempted:
-                near = bad is not None and est >= self.backoff * bad  # near the level that hurt: ten times slower
-                # past the calibration only while the device's latency says it has room
-                highest = max(cap_max, self.ceiling * cap_max)
-                top = cap_max if slow else highest
-                if est < top:
-                    est = min(top, est + self.climb * cap_max * (0.1 if near else 1.0))
-                if bad is not None and est <= cap_max:
-                    # that level is forgotten slowly; past the calibration it stands until a probe moves it
-                    bad = min(cap_max, bad * 1.002)
+                near = est >= self.backoff * bad  # near the level that hurt last time: ten times slower
+                est = min(cap_max, est + self.climb * cap_max * (0.1 if near else 1.0))
+                bad = min(cap_max, bad * 1.002)  # and that level is forgotten slowly
         caps: dict[str, float | None] = {k: max(inp.floor, v) for k, v in waterfill(claims, weights, est).items()}
         alert = (f"lifelines {need / 1e6:.0f} MB/s exceed capacity {est / 1e6:.0f} MB/s"
                  if need > est else "")
-        if est > cap_max and anchor is None:
-            anchor = {k: v for k, v in lives.items() if k not in wanting}
-        return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold,
-                                           "anchor": anchor if est > cap_max else None})
+        return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold})
 
 
 def bfq_weights(targets: list[TargetView], top: int = 1000) -> dict[str, int]:
@@ -308,7 +288,6 @@ class HybridPolicy(Policy):
 
     window: int = 30
     p: float = 0.2
-    ceiling: float = ContendPolicy.ceiling
     calm: int = 10  # periods without a reason before the caps come off
     name = "hybrid"
     scheduler = "bfq"
@@ -316,7 +295,7 @@ class HybridPolicy(Policy):
     tunables = {"slice_idle": 0}  # noqa: RUF012 - a class constant, never mutated
 
     def decide(self, inp: PolicyInput) -> Decision:
-        inner = ContendPolicy(window=self.window, p=self.p, ceiling=self.ceiling)
+        inner = ContendPolicy(window=self.window, p=self.p)
         d = inner.decide(PolicyInput(inp.targets, inp.capacity, inp.floor, inp.latency, inp.state.get("contend", {})))
         pressing, growing, preempted = set(), set(), set()
         for t in inp.targets:
@@ -361,15 +340,13 @@ POLICIES = {"none": NoPolicy, "static": StaticPolicy, "aridac": AridacPolicy, "c
 PolicyName = Literal["none", "static", "aridac", "contend", "bfq", "hybrid", "iocost"]
 
 
-def make(name: str, n: int = 30, p: float | None = None, ceiling: float | None = None) -> Policy:
-    """A policy by name; p None: its own default (aridac 0.35 as its authors' code, contend 0.2); ceiling
-    (contend's and the hybrid's capacity estimate, × the configured capacity) None: theirs."""
+def make(name: str, n: int = 30, p: float | None = None) -> Policy:
+    """A policy by name; p None: its own default (aridac 0.35 as its authors' code, contend 0.2)."""
     if name == "aridac":
         return AridacPolicy(n=n) if p is None else AridacPolicy(n=n, p=p)
     if name in ("contend", "hybrid"):
         cls = ContendPolicy if name == "contend" else HybridPolicy
-        given = {k: v for k, v in (("p", p), ("ceiling", ceiling)) if v is not None}
-        return cls(window=n, **given)
+        return cls(window=n) if p is None else cls(window=n, p=p)
     return POLICIES[name]()
 
 

@@ -172,8 +172,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
             with GuardUnderTest(cfg, {capacity["disk_device"]: C}, host, log, t.clock0) as g:
                 # the settings in force (a policy's own period and P where the study left them to it)
                 rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms,
-                                                "p": getattr(g.guard.policy, "p", None),
-                                                "ceiling": getattr(g.guard.policy, "ceiling", None)}
+                                                "p": getattr(g.guard.policy, "p", None)}
                 g.guard.scan(strict=True)
                 starts = _write(t, w, C, g, result)
                 t_end = t.now()
