@@ -33,6 +33,8 @@ def main() -> None:
     ap.add_argument("--set", dest="changes", action="append", required=True, metavar="KEY=VALUE",
                     help="a guard setting for B (repeatable), e.g. hysteresis=0.05")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--keep", type=Path, metavar="DIR",
+                    help="keep each run's store and guard log in DIR/<mode><round> (default: thrown away)")
     a = ap.parse_args()
     study = load(a.spec)
     w = next(x for x in study.workloads if x.name == a.workload)
@@ -43,7 +45,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="contend-guard-ab-") as tmp:
         for rnd in range(1, a.rounds + 1):
             for mode, s in settings.items():
-                d = Path(tmp) / f"{mode}{rnd}"
+                d = (a.keep or Path(tmp)) / f"{mode}{rnd}"
                 result = run_protection_trial(s, w, a.policy, rnd, capacity, {}, d / "guard.jsonl")
                 if result.record.status != "ok":
                     print(f"round {rnd} {mode}: failed: {result.record.reason}")
