@@ -202,7 +202,6 @@ class ContendPolicy(Policy):
     lowest: float = 0.5  # the estimate never drops below this share of the configured capacity: a disk that
     # slowed further is not helped by squeezing everybody (the overload alert says it instead)
     latency_factor: float = 4.0  # device latency this many times its floor counts as saturated (0: ignore)
-    relapse: int = 50  # a pre-emption this many periods or fewer after a decrease: the disk is slower, not stalled
     name = "contend"
 
     def decide(self, inp: PolicyInput) -> Decision:
@@ -210,7 +209,6 @@ class ContendPolicy(Policy):
         est = float(inp.state.get("capacity", cap_max))
         bad = float(inp.state.get("hurt_at", cap_max))
         hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
-        since = int(inp.state.get("since", self.relapse))  # periods since the last decrease (capped)
         claims, weights = {}, {}
         wanting, preempted = [], []
         need = 0.0  # Σ lifeline × (1 + P): what the targets live at
@@ -224,33 +222,22 @@ class ContendPolicy(Policy):
                 claims[t.name] = math.inf
                 continue
             claims[t.name] = max(inp.floor, life, _mean_tail(u, 3)) * (1 + self.p)
-            # pre-empted: each of the last two periods below its lifeline (two, not one: a bucket's jitter;
-            # each, not their mean: the period after a one-period dip is no longer a reason)
-            if len(u) >= 3 and life > inp.floor and max(u[-2:]) < (1 - self.tolerance) * life:
+            # pre-empted: the last two periods below its lifeline (two, not one: a bucket's jitter)
+            if len(u) >= 3 and life > inp.floor and _mean_tail(u, 2) < (1 - self.tolerance) * life:
                 preempted.append(t.name)
         # the disk is saturated: somebody wants more than its cap, the device's latency is up, or
         # everybody got less at once (the disk slowed down)
         lat = inp.latency
         slow = self.latency_factor > 0 and len(lat) > 3 and lat[-1] > self.latency_factor * float(np.min(lat))
         saturated = bool(wanting) or slow or len(preempted) >= 2
-        # a stall: the disk gave everybody together less than `lowest` × the estimate in the last period (this
-        # VM's disk stops now and then: nothing done for a period or three, 40-300 ms per I/O). No cap makes
-        # the disk go again; a decrease there only cost the neighbour the next tens of seconds
-        stalled = sum(float(t.usage[-1]) for t in inp.targets if len(t.usage)) < self.lowest * est
-        if saturated and preempted and not hold and not stalled:
+        if saturated and preempted and not hold:
             # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
             # this moment: one step, where a fixed factor needs several from a stale calibration), then
             # three periods for the victim to recover; that level is the one to approach slowly again
             delivered = sum(_mean_tail(t.usage, 2) for t in inp.targets)
-            # the level to approach slowly again. A first pre-emption may be a stall of the disk (this VM's
-            # disk: 35-50 ms for a period or two, ten times its latency under load, delivering a fraction of
-            # itself), after which the disk is as fast as before: that level is the estimate whose caps were in
-            # force, and the estimate climbs back at full speed to near it. A second pre-emption within
-            # `relapse` periods says the disk really is slower: that level is what it delivered.
-            relapse = since < self.relapse
-            bad = min(est, delivered) if relapse else est
-            est = max(self.lowest * cap_max, self.backoff * min(est, delivered))
-            hold, since = 3, 0
+            bad = min(est, delivered)
+            est = max(self.lowest * cap_max, self.backoff * bad)
+            hold = 3
         else:
             hold = max(0, hold - 1)
             if saturated and not preempted:
@@ -260,8 +247,7 @@ class ContendPolicy(Policy):
         caps: dict[str, float | None] = {k: max(inp.floor, v) for k, v in waterfill(claims, weights, est).items()}
         alert = (f"lifelines {need / 1e6:.0f} MB/s exceed capacity {est / 1e6:.0f} MB/s"
                  if need > est else "")
-        return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold,
-                                           "since": min(since + 1, self.relapse)})
+        return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold})
 
 
 def bfq_weights(targets: list[TargetView], top: int = 1000) -> dict[str, int]:
