@@ -61,8 +61,10 @@ def test_v2_isolation_of_cpu_disk_and_network(tmp_path):
             if (res, view) == ("cpu", "guest") and value(out, scenario="escape", resource="cpu", view="guest",
                                                          metric="host_speedup") > SPEEDUP:
                 # the load agent's work per CPU-second changed during the trial: under TCG a vCPU runs as fast
-                # as qemu's thread gets one of the host's cores (no steal time is reported), and contend says so
-                assert "host speed: in runc escape cpu" in (out / "table4-guest.md").read_text()
+                # as qemu's thread gets one of the host's cores (no steal time is reported), and contend says so:
+                # as that, or as CPU taken outside the tenants (report/table.py caveat: that note comes first)
+                table = (out / "table4-guest.md").read_text()
+                assert "host speed: in runc escape cpu" in table or "outside: in runc escape cpu," in table, table
                 continue
             assert 0 <= v <= 1.1, (res, view, v)  # the eBPF view too: the probes attach on v2's kernels
     # the physics: cpu.max, io.max and the tbf hold the disruptive tenant asking 1.5 × its limit
