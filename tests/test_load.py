@@ -243,10 +243,20 @@ def test_the_disk_load_applies_its_rate_and_reports_latency(tenant):
     c = make()
     gen = DiskLoad(20_000, size="64M")
     a = disk_agent(rt, c, agent, gen)
-    guest = hold(a, gen, gen.value(0.1), 2)  # 2,000 IOPS asked
+    guest = hold_iops(a, gen, gen.value(0.1), 2000)  # 2,000 IOPS asked
     assert guest["iops"] == pytest.approx(2000, rel=0.1)
     assert guest["lat_mean_us"] > 0
-    assert hold(a, gen, gen.value(0.05), 2)["iops"] == pytest.approx(1000, rel=0.1)  # in place
+    assert hold_iops(a, gen, gen.value(0.05), 1000)["iops"] == pytest.approx(1000, rel=0.1)  # in place
+
+
+def hold_iops(a, gen, value: float, asked: float) -> dict[str, float]:
+    """hold() for a disk level, held once more if its 1 s window fell short: this VM's disk stops for 100-400 ms
+    now and then, for every writer at once (docs/results.md, 2026-11-26), and one such stop in the window takes
+    a fifth of it (a fresh-clone CI met it: 1,662 of 2,000 IOPS). Two short windows in a row are a finding."""
+    guest = hold(a, gen, value, 2)
+    if guest["iops"] < 0.9 * asked:
+        guest = hold(a, gen, value, 2)
+    return guest
 
 
 @needs_root
