@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from contend.kinds.detect.metrics import Truth, cell_figures, trial_metrics
+from contend.kinds.detect.metrics import Truth, cell_figures, first_use, trial_metrics
 
 from .conftest import contend, needs_root, one_line_exit_2
 
@@ -24,7 +24,31 @@ ATTACK = Truth(True, "cpu", 10.0, 18.0, 22.0)
 def test_a_right_first_blame_is_found_ranked_first_with_its_latency():
     m = trial_metrics([blame(11.2), blame(11.5, victim="bystander"), blame(15.0, event="cleared")], ATTACK)
     assert m == {"detected": 1.0, "first_right": 1.0, "latency_s": pytest.approx(1.2), "blames": 2.0,
+                 "latency_request_s": pytest.approx(1.2), "start_delay_s": pytest.approx(math.nan, nan_ok=True),
                  "correct_blames": 2.0, "false_blames": 0.0}  # noisy hurting the bystander is right too
+
+
+def test_the_latency_counts_from_the_antagonists_first_use_and_from_the_request_beside_it():
+    late = Truth(True, "disk", 10.0, 18.0, 22.0, t_use=10.9)  # the exec and fio's start took 0.9 s
+    m = trial_metrics([blame(11.7, resource="disk")], late)
+    assert (m["latency_s"], m["latency_request_s"], m["start_delay_s"]) == pytest.approx((0.8, 1.7, 0.9))
+    f = cell_figures([m, trial_metrics([blame(12.5, resource="disk")], late)], [0.01, 0.01])
+    assert (f["latency_p50_s"], f["request_p50_s"]) == pytest.approx((1.2, 2.1))
+
+
+def test_first_use_is_the_reading_before_the_rise_that_reached_the_resources_step():
+    # CPU-seconds read every 20 ms: an exec's 10 ms at 0.04 s, nothing, then stress-ng's two CPUs from 0.3 s
+    cpu = [(0.0, 5.0), (0.02, 5.0), (0.04, 5.01), (0.06, 5.01)] + \
+        [(0.08 + 0.02 * i, 5.01 + (0.04 * (i - 11) if i > 11 else 0.0)) for i in range(20)]
+    assert first_use(cpu, "cpu") == pytest.approx(0.08 + 0.02 * 11)
+    # disk bytes: one 64 KiB read at 0.1 s is no start; fio's 1 MiB writes from the reading after 0.5 s
+    disk = [(0.0, 0.0), (0.1, 65536.0), (0.5, 65536.0), (0.52, 65536.0 + (1 << 20)), (0.54, 65536.0 + (3 << 20))]
+    assert first_use(disk, "disk") == pytest.approx(0.5)
+    # memory held: 80 MiB taken over 0.3 s counts from the reading before it moved
+    mem = [(i * 0.1, float(100 << 20) + (max(0, i - 2) * (20 << 20))) for i in range(8)]
+    assert first_use(mem, "memory") == pytest.approx(0.2)
+    assert math.isnan(first_use([(0.0, 0.0), (0.02, 0.0)], "disk"))  # it never started
+    assert math.isnan(first_use(cpu, "network"))  # no step: contend's agents send as they are told
 
 
 def test_a_wrong_first_blame_is_found_but_not_ranked_first_and_counts_as_false():

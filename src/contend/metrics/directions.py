@@ -37,7 +37,8 @@ DIRECTION: dict[str, int] = {
     # detect studies (kinds/detect/metrics.py): contend watch against a known answer
     "detected": HIGHER, "first_right": HIGHER, "precision": HIGHER, "latency_s": LOWER, "latency_p50_s": LOWER,
     "latency_p95_s": LOWER, "false_blames": LOWER, "false_per_h": LOWER, "watch_cpu_pct": LOWER,
-    "blames": DESCRIPTIVE, "correct_blames": DESCRIPTIVE,
+    "blames": DESCRIPTIVE, "correct_blames": DESCRIPTIVE, "latency_request_s": LOWER, "request_p50_s": LOWER,
+    "request_p95_s": LOWER, "start_delay_s": DESCRIPTIVE,
 }
 
 # ratios whose direction is their benchmark's headline figure's (resource = the benchmark)

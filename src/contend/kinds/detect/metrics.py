@@ -4,6 +4,11 @@ An antagonist trial's answer is victim ← noisy via the case's resource, from t
 (an event starting or changing a verdict to `blame`) is correct when it names noisy on that resource after
 its start, whoever the victim (an antagonist hurts the bystander too); every other blame is false. A control
 trial has no antagonist: every blame in it is false.
+
+The detection latency counts from when noisy began to use its resource, as the host's counters saw it (its
+cgroup read every 20 ms from contend's request on: first_use). Between the request and that moment are the
+runtime's exec and the tool's own start, which no detector can see harm from (0.1-1 s here, most under lxc and
+docker); the latency from the request is reported beside it.
 """
 from __future__ import annotations
 
@@ -15,13 +20,41 @@ import numpy as np
 ANTAGONIST, VICTIM = "noisy", "victim"
 
 
+# when a resource's counter says the antagonist began to use it: (the rise that counts, within how many seconds
+# of the reading before it moved); cpu in CPU-seconds (half a CPU over 100 ms), disk in bytes (10 MB/s over
+# 100 ms), memory in bytes (the detector's own least rise of memory use, within a second)
+USE_STEP = {"cpu": (0.05, 0.1), "disk": (float(1 << 20), 0.1), "memory": (float(64 << 20), 1.0)}
+
+
+def first_use(points: list[tuple[float, float]], resource: str) -> float:
+    """When an antagonist began to use its resource, from (t, counter) readings of its cgroup taken from its
+    start's request on (cpu: CPU-seconds used, disk: bytes, both cumulative; memory: bytes held): the reading
+    before the first move of the counter that went on to rise by the resource's step within its window (the
+    earlier bound of the moment, so a latency from it is never flattered). nan where it never did, or where the
+    resource has no step (network: contend's own agents start sending as they are told)."""
+    if resource not in USE_STEP:
+        return math.nan
+    step, window = USE_STEP[resource]
+    for k in range(1, len(points)):
+        t0, v0 = points[k - 1]
+        if points[k][1] <= v0:
+            continue
+        for t, v in points[k:]:
+            if t - t0 > window:
+                break
+            if v - v0 >= step:
+                return t0
+    return math.nan
+
+
 @dataclass(frozen=True)
 class Truth:
     antagonist: bool
     resource: str
-    t_start: float  # the antagonist's (or the control change's) start, trial seconds
+    t_start: float  # contend's request to start the antagonist's (or the control change's) load, trial seconds
     t_end: float  # when it was stopped
     duration_s: float  # the time the watcher watched
+    t_use: float = math.nan  # when the antagonist began to use its resource (first_use); nan: not measured
 
 
 def trial_metrics(events: list[dict], truth: Truth) -> dict[str, float]:
@@ -34,24 +67,29 @@ def trial_metrics(events: list[dict], truth: Truth) -> dict[str, float]:
     mine = [b for b in blames if b["victim"] == VICTIM and b["resource"] == truth.resource
             and b["t"] >= truth.t_start]
     right = [b for b in mine if b["culprit"] == ANTAGONIST]
+    began = truth.t_use if math.isfinite(truth.t_use) else truth.t_start
     return {"detected": 1.0 if right else 0.0,
             "first_right": 1.0 if mine and mine[0]["culprit"] == ANTAGONIST else 0.0,
-            "latency_s": right[0]["t"] - truth.t_start if right else math.nan,
+            "latency_s": right[0]["t"] - began if right else math.nan,
+            "latency_request_s": right[0]["t"] - truth.t_start if right else math.nan,
+            "start_delay_s": truth.t_use - truth.t_start,  # the exec and the tool's start (nan: not measured)
             "blames": float(len(blames)), "correct_blames": float(len(correct)),
             "false_blames": float(len(blames) - len(correct))}
 
 
 def cell_figures(trials: list[dict[str, float]], hours: list[float]) -> dict[str, float]:
     """What a cell's trials say together that a mean of per-trial values would not: precision over all their
-    blames, the median and 95th percentile of the detection latency, false blames per hour watched."""
+    blames, the median and 95th percentile of the detection latency (from the antagonist's first use, and from
+    contend's request to start it), false blames per hour watched."""
     out: dict[str, float] = {}
     blames = sum(t.get("blames", 0.0) for t in trials)
     if any("correct_blames" in t for t in trials):
         out["precision"] = sum(t.get("correct_blames", 0.0) for t in trials) / blames if blames else math.nan
-        lat = [t["latency_s"] for t in trials if math.isfinite(t.get("latency_s", math.nan))]
-        if lat:
-            out["latency_p50_s"] = float(np.percentile(lat, 50))
-            out["latency_p95_s"] = float(np.percentile(lat, 95))
+        for key, name in (("latency_s", "latency"), ("latency_request_s", "request")):
+            lat = [t[key] for t in trials if math.isfinite(t.get(key, math.nan))]
+            if lat:
+                out[f"{name}_p50_s"] = float(np.percentile(lat, 50))
+                out[f"{name}_p95_s"] = float(np.percentile(lat, 95))
     elif sum(hours) > 0:
         out["false_per_h"] = sum(t.get("false_blames", 0.0) for t in trials) / sum(hours)
     return out

@@ -16,7 +16,8 @@ from .metrics import Truth, cell_figures, trial_metrics
 
 VERDICTS = ("blame", "self", "unattributed", "cleared")
 COLUMNS = (("detected", "found"), ("first_right", "1st"), ("latency_p50_s", "p50 s"), ("latency_p95_s", "p95 s"),
-           ("precision", "prec."), ("false_blames", "false"), ("false_per_h", "per h"), ("watch_cpu_pct", "CPU %"))
+           ("request_p50_s", "req. p50 s"), ("precision", "prec."),
+           ("false_blames", "false"), ("false_per_h", "per h"), ("watch_cpu_pct", "CPU %"))
 
 
 def verdicts(store: Store, trial_id: str) -> list[dict]:
@@ -27,7 +28,9 @@ def judged(trial: dict, events: list[dict]) -> dict[str, float]:
     """One stored trial's figures: its events against its case's answer, and what the watcher cost (% of one
     CPU: its loop and bpftrace, over the time it watched)."""
     p = trial["params"]
-    truth = Truth(CASES[trial["case_name"]].antagonist, trial["resource"], p["t_start"], p["t_end"], p["duration_s"])
+    t_use = p.get("t_use")  # None: not measured (a network case, a store of an older contend)
+    truth = Truth(CASES[trial["case_name"]].antagonist, trial["resource"], p["t_start"], p["t_end"], p["duration_s"],
+                  t_use if t_use is not None else math.nan)
     out = trial_metrics(events, truth)
     out["watch_cpu_pct"] = 100 * (p.get("watch_cpu_s", 0.0) + p.get("probe_cpu_s", 0.0)) / p["duration_s"]
     return out
@@ -65,6 +68,9 @@ def tables(rows: list[dict], failed: dict[tuple, str], runtimes: list[str], case
                 line.append(_fmt(metric, r) if r is not None else ("n/a" if why and not n else "-"))
             lines.append(line)
         notes = [f"{case}: {why}" for (r, case, _), why in failed.items() if r == rt]
+        if not out:
+            notes.insert(0, "latency p50/p95: from noisy's first use of its resource (its cgroup read every 20 ms); "
+                            "req. p50: from contend's request to start its load (the runtime's exec, the tool's start)")
         out.append(TextTable(f"{rt}", ["case", "n", *(h for _, h in COLUMNS)], lines, notes))
     return out
 
@@ -92,6 +98,8 @@ def timeline(trial: dict, samples, events: list[dict]) -> Figure:
     p = trial["params"]
     for ax in (a, b):
         ax.axvspan(p["t_start"], p["t_end"], color="orange", alpha=0.15)
+        if p.get("t_use") is not None:  # when noisy began to use its resource
+            ax.axvline(p["t_use"], color="orange", ls="--", lw=0.8)
     for e in events:
         if e["event"] != "cleared":
             b.axvline(e["t"], color="red" if e["event"] == "blame" else "grey", lw=0.8)

@@ -5,13 +5,16 @@ what the watcher cost; the judging is metrics.py's, from the store."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from contextlib import nullcontext
 
 from ... import runtimes
-from ...cgroups import CgroupHost, detect
+from ...cgroups import Cgroup, CgroupHost, Stats, detect
 from ...load.agent import Agent, AgentError, start_in
 from ...load.fio import layout, warm
 from ...network import SINK_IP, Link, NetworkError
@@ -24,6 +27,7 @@ from ...watch.daemon import WatchConfig, Watcher
 from ...watch.signals import Frame
 from .cases import CASES, TENANTS, AgentLoad, Case, Load
 from .cell import DetectCell
+from .metrics import ANTAGONIST, USE_STEP, first_use
 from .spec import DetectStudy
 
 # the signals kept as samples (source "watch"), for the report's timelines
@@ -97,6 +101,56 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
     return result
 
 
+def use_counter(st: Stats, resource: str) -> float:
+    """The counter first_use reads: CPU-seconds used, bytes read and written (both cumulative), bytes held."""
+    if resource == "cpu":
+        return st.cpu_usage_ns * 1e-9
+    if resource == "disk":
+        return float(sum(c.rbytes + c.wbytes for c in st.io.values()))
+    return float(st.memory_current)
+
+
+class UseReadings:
+    """The antagonist's cgroup read every 20 ms from just before contend asks for its load, until its first use
+    of the resource is seen (metrics.first_use) or `seconds` pass, on a thread of its own: when it began, as
+    the host saw it (a runtime's exec and the tool's start come first)."""
+
+    PERIOD = 0.02
+
+    def __init__(self, cgroup: Cgroup, resource: str, clock: Callable[[], float], seconds: float):
+        self.cgroup, self.resource, self.clock, self.seconds = cgroup, resource, clock, seconds
+        self.points: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="first-use", daemon=True)
+
+    def _read(self) -> None:
+        self.points.append((self.clock(), use_counter(self.cgroup.stats(), self.resource)))
+
+    def _run(self) -> None:
+        t0 = self.points[0][0]
+        while not self._stop.wait(self.PERIOD) and self.clock() - t0 < self.seconds:
+            try:
+                self._read()
+            except OSError:
+                return  # the container went: what was read is what there is
+            if len(self.points) % 5 == 0 and math.isfinite(first_use(self.points, self.resource)):
+                return
+
+    def __enter__(self) -> "UseReadings":
+        self._read()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def t_use(self) -> float | None:
+        """When it began (None where it never did: the latency then counts from the request)."""
+        t = first_use(self.points, self.resource)
+        return t if math.isfinite(t) else None
+
+
 def _wait_until(t: Tenants, at: float) -> None:
     while t.now() < at:
         time.sleep(min(0.1, at - t.now()))
@@ -161,18 +215,22 @@ def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: flo
         for name, load in case.at_start.items():
             loads.start(name, name, load, total)
         _wait_until(t, t_change)
-        start = t.now()
-        for name, load in case.at_change.items():
-            loads.start(f"{name}:change", name, load, attack_s)
-        result.events.append((start, "noisy" if case.antagonist else "", "change-start",
-                              f"{case.name}: {', '.join(case.at_change) or 'nothing'} started"))
-        _wait_until(t, start + attack_s)
+        use = UseReadings(t.c[ANTAGONIST].cgroup, case.resource, t.now, attack_s) \
+            if case.antagonist and case.resource in USE_STEP else None
+        with use or nullcontext():
+            start = t.now()
+            for name, load in case.at_change.items():
+                loads.start(f"{name}:change", name, load, attack_s)
+            result.events.append((start, ANTAGONIST if case.antagonist else "", "change-start",
+                                  f"{case.name}: {', '.join(case.at_change) or 'nothing'} started"))
+            _wait_until(t, start + attack_s)
         loads.end([f"{name}:change" for name in case.at_change], max(5.0, attack_s))
         end = t.now()
         result.events.append((end, "", "change-end", f"{case.name}: its loads ended"))
         _wait_until(t, end + tail_s)
         loads.check(case)
-        return {"t_start": start, "t_end": end, "duration_s": t.now()}
+        return {"t_start": start, "t_use": use.t_use() if use is not None else None, "t_end": end,
+                "duration_s": t.now()}
     finally:
         loads.stop()
 
