@@ -25,9 +25,11 @@ class Watched:
 
 
 def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, capacity: float,
-                      mbytes: int = 600, policy: str = "contend", idle_s: float = 3.5, direct: bool = True) -> Watched:
-    """dd `mbytes` MiB of direct writes to target from inside cg while a guard guards cg on device; not
-    `direct`: buffered writes into the page cache, then an fsync that has the kernel write them back."""
+                      mbytes: int = 600, policy: str = "contend", idle_s: float = 3.5, mode: str = "direct") -> Watched:
+    """dd `mbytes` MiB of writes to target from inside cg while a guard guards cg on device. `mode` direct:
+    O_DIRECT writes; fsync: buffered writes then dd's fsync, whose writeback dd submits in its own cgroup;
+    buffered: writes into the page cache, then an fsync of target from this process's cgroup, not cg (as the
+    kernel's flusher writes them back: from outside the writer's cgroup)."""
     cfg = GuardConfig(targets=[{"target": f"cgroup:{cg.relpath}"}], policy=policy, metrics="off")
     log = io.StringIO()
     g = Guard(cfg, {device: capacity}, host, log=log, record=True)
@@ -43,7 +45,7 @@ def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, ca
         while len(g.records) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         p = subprocess.Popen(["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={mbytes}",
-                              "oflag=direct" if direct else "conv=fsync"],
+                              *{"direct": ["oflag=direct"], "fsync": ["conv=fsync"]}.get(mode, [])],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              preexec_fn=lambda: cg.add_pid(os.getpid()))
         while p.poll() is None:
@@ -52,6 +54,8 @@ def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, ca
                 seen.append(float(lim.wbps))
             time.sleep(0.1)
         assert p.returncode == 0, p.stderr.read()
+        if mode == "buffered":
+            subprocess.run(["sync", target], check=True)
         time.sleep(idle_s)
         lim = cg.io_limits().get(device)
         after = float(lim.wbps) if lim is not None and lim.wbps else None

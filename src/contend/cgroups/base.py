@@ -63,6 +63,7 @@ class Stats:
     # page cache the cgroup dirtied that is not on the disk yet (dirty + under writeback): its buffered writes,
     # which the kernel writes back later, on cgroup v1 from flusher threads charged to no container
     memory_dirty: int = 0
+    memory_writeback: int = 0  # of which under writeback: submitted, not on the disk yet (queued or in flight)
     memory_majfaults: int = 0  # major page faults of its tasks, cumulative (a page read back from disk or swap)
     memory_refaults: int = 0  # evicted pages of its own read back while still in use (workingset refaults), cumulative
     io: dict[str, IoCounters] = field(default_factory=dict)  # by "MAJ:MIN"

@@ -140,6 +140,7 @@ class V1Cgroup(Cgroup):
         s.memory_events = {"max": read_int(self._f("memory", "memory.failcnt")), "oom_kill": oom.get("oom_kill", 0)}
         ms = read_keyed(self._f("memory", "memory.stat"))
         s.memory_dirty = ms.get("total_dirty", 0) + ms.get("total_writeback", 0)
+        s.memory_writeback = ms.get("total_writeback", 0)
         s.memory_majfaults = ms.get("total_pgmajfault", 0)
         s.memory_refaults = ms.get("total_workingset_refault_file", 0) + ms.get("total_workingset_refault_anon", 0)
         s.io = self._io_stats()

@@ -106,6 +106,7 @@ class V2Cgroup(Cgroup):
         s.memory_events = read_keyed(self._f("memory.events"))
         ms = read_keyed(self._f("memory.stat"))
         s.memory_dirty = ms.get("file_dirty", 0) + ms.get("file_writeback", 0)
+        s.memory_writeback = ms.get("file_writeback", 0)
         s.memory_majfaults = ms.get("pgmajfault", 0)
         s.memory_refaults = ms.get("workingset_refault_file", 0) + ms.get("workingset_refault_anon", 0)
         s.io = parse_io_stat(self._f("io.stat"))

@@ -23,11 +23,15 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from ..cgroups import CgroupHost, detect
 from ..hooks import Hooks
 from ..runtimes import signals_deferred
-from .collector import Collector, Escape, escaping
+from .collector import Collector, Escape, escaping, queued_use
 from .config import MIN_CAP, GuardConfig
 from .limiter import Limiter
 from .policy import PolicyInput, TargetView, default_period_ms, make
 from .targets import Resolved, TargetError, TargetPending, resolve
+
+# a target's pages under writeback are taken for writes queued behind its cap on the disks it wrote to in the
+# last WRITEBACK_S (a v1 throttle at the floor lets one 8 MiB bio through every few seconds)
+WRITEBACK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,9 @@ class Guard:
         self._last_scan = -math.inf
         self._logged_caps: dict[tuple[str, str], float | None] = {}
         self.escapes: dict[str, tuple[str, ...]] = {d: () for d in disks}  # per disk, the targets escaping now
+        self.credit: dict[str, dict[str, float]] = {d: {} for d in disks}  # per disk, charges not written yet
+        self.last_write: dict[tuple[str, str], float] = {}  # (target, disk): when it last wrote there
+        self.recent_unattributed: dict[str, deque] = {d: deque(maxlen=100) for d in disks}  # per disk, (s, bytes)
         # caps on a disk only while gate(disk) says so (contend watch --guard: while it blames a container for a
         # disk); otherwise none, and the policy goes on learning everybody's lifeline
         self.gate: Callable[[str], bool] | None = None
@@ -201,6 +208,7 @@ class Guard:
             for d in self.disks:
                 self.usage.pop((name, d), None)
                 self.caps.pop((name, d), None)
+                self.last_write.pop((name, d), None)
                 self._logged_caps.pop((name, d), None)  # pods come and go for months: nothing kept for the gone
                 self._logged_weights.pop((name, d), None)
                 self.metrics.drop(name, d)
@@ -249,15 +257,16 @@ class Guard:
             if not math.isnan(lat[dev]):
                 self.latency[dev].append(lat[dev])
                 self.metrics.latency.labels(dev).set(lat[dev] / 1e3)
-            views = []
-            for name, u in seen.items():
-                h = self.usage.setdefault((name, dev), deque(maxlen=self._keep))
-                h.append(u[dev].bytes_s)
-                self.metrics.usage.labels(name, dev).set(u[dev].bytes_s)
-                views.append(TargetView(name, np.array(h), self.caps.get((name, dev)), self.targets[name].weight))
-            if not views:
+            if not seen:
                 continue
             esc = self._escape(dev, seen)
+            used, wants = self._used(dev, t, seen, esc)
+            views = []
+            for name in seen:
+                h = self.usage.setdefault((name, dev), deque(maxlen=self._keep))
+                h.append(wants[name])
+                self.metrics.usage.labels(name, dev).set(used[name])
+                views.append(TargetView(name, np.array(h), self.caps.get((name, dev)), self.targets[name].weight))
             d = self.policy.decide(PolicyInput(views, capacity, max(MIN_CAP, self.cfg.floor * capacity),
                                                np.array(self.latency[dev]), self.state[dev]))
             self.state[dev] = d.state
@@ -272,20 +281,43 @@ class Guard:
                     self.log("cap-failed", target=name, device=dev, error=str(e))
                     continue
                 self.metrics.cap.labels(name, dev).set(math.nan if cap is None else cap)
-                self._log_cap(name, dev, cap, seen[name][dev].bytes_s)
+                self._log_cap(name, dev, cap, used[name])
             for name, w in d.weights.items():
                 self._weigh(name, dev, None if gated else w)
             if self.records is not None:
                 self.records.append(Period(t, dev, d.capacity, lat[dev], d.alert,
-                                           {n: u[dev].bytes_s for n, u in seen.items()}, dict(d.caps),
+                                           used, dict(d.caps),
                                            esc.unattributed_bytes_s, esc.targets))
             self._alert(dev, d.alert)
+
+    def _used(self, dev: str, t: float, seen: dict[str, dict],
+              esc: Escape) -> tuple[dict[str, float], dict[str, float]]:
+        """Per target, its bytes/s on dev: as the disk wrote them, not as they were charged at submission
+        (collector.settle; the metrics and the records), and as the policy sees them: at least its cap while
+        writes are queued behind it (collector.queued_use)."""
+        dt = self.collector.seconds.get(dev, math.nan)
+        used, wants = {}, {}
+        for n, u in seen.items():
+            delivered = esc.delivered.get(n, u[dev].wbytes_s)
+            if u[dev].wbytes_s > 0 or delivered > 0:
+                self.last_write[(n, dev)] = t
+            # its pages under writeback (memory.stat knows no disk) count on the disks it wrote to lately
+            wb = u[dev].writeback if t - self.last_write.get((n, dev), -math.inf) <= WRITEBACK_S else 0
+            used[n] = u[dev].rbytes_s + delivered
+            wants[n] = u[dev].rbytes_s + queued_use(delivered, esc.credit.get(n, 0.0), self.caps.get((n, dev)),
+                                                    dt if math.isfinite(dt) else 1.0, wb)
+        return used, wants
 
     def _escape(self, dev: str, seen: dict[str, dict]) -> Escape:
         """What the disk wrote that no target was charged for, and whose buffered writes it likely was: in the
         metrics every period, in the log when the escaping targets change."""
         esc = escaping(self.collector.written.get(dev, math.nan), {n: u[dev] for n, u in seen.items()},
-                       {n: self.collector.dirty_before(n) for n in seen})
+                       {n: self.collector.dirty_before(n) for n in seen}, self.collector.seconds.get(dev, 1.0),
+                       self.credit[dev], list(self.recent_unattributed[dev]))
+        self.credit[dev] = esc.credit
+        if math.isfinite(esc.unattributed_bytes_s):
+            dt = self.collector.seconds[dev]
+            self.recent_unattributed[dev].append((dt, esc.unattributed_bytes_s * dt))
         if math.isfinite(esc.unattributed_bytes_s):
             self.metrics.unattributed.labels(dev).set(esc.unattributed_bytes_s)
         for name in seen:

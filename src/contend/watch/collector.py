@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Stats, V2Cgroup, mirror
 from ..cgroups.base import mirror_members, read_pressure, read_text
-from ..guard.collector import device_counters, latency_ms
+from ..guard.collector import device_counters, latency_ms, settle
 from ..guard.targets import Resolved
 from .runq import RunqProbe
 from .signals import HOST, Frame
@@ -178,6 +178,7 @@ class WatchCollector:
         self._prev: dict[str, tuple[float, Stats, dict[str, float], tuple[int, ...]]] = {}
         self._host_ns = host_netns()
         self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
+        self._credit: dict[str, float] = {}  # charged to the watched, not written by the disks yet (settle)
         self._host_psi = host_psi()
         self._busy = busy_cpu_s()
         self._t = time.monotonic()
@@ -336,7 +337,10 @@ class WatchCollector:
                 out["disk_ios"] = ios / dt
         if self.disks:
             charged = sum(c.get("io_wbytes", 0.0) for c in containers.values())
-            out["unattributed_wbytes"] = max(0.0, written - charged)
+            held = sum(c.get("dirty", 0.0) for c in containers.values())
+            st = settle(self._credit, {"": charged * dt}, written * dt, {"": held})
+            self._credit = st.credit
+            out["unattributed_wbytes"] = st.unattributed / dt
         busy = busy_cpu_s()
         if busy is not None and self._busy is not None:
             used = sum(c.get("cpu", 0.0) for c in containers.values())
