@@ -200,7 +200,7 @@ def test_real_v2_writeback_is_charged_to_the_writer_and_held_by_its_cap(cg, ext4
     took = time.monotonic() - t0
     unattributed = sum(r.unattributed_bytes_s * 0.1 for r in w.records if r.unattributed_bytes_s > 0)
     assert not any(r.escaping for r in w.records), f"escape said, {unattributed / 2**20:.0f} MiB unattributed"
-    assert cg.stats().io[DISK].wbytes >= 60 << 20  # charged to dd's cgroup
+    assert cg.stats().io[DISK].wbytes >= 0.9 * (60 << 20)  # charged to dd's cgroup
     assert took >= 0.6 * (60 << 20) / 20e6, f"60 MiB in {took:.1f} s: the 20 MB/s cap did not hold the writeback"
 
 
