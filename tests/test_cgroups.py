@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from contend.cgroups import IoLimit, Limits, V1Cgroup, V2Cgroup, detect
+from contend.cgroups.base import KeptOpen, mirror_members, read_text
 
 from .conftest import IS_ROOT, needs_root
 
@@ -176,6 +177,82 @@ def test_v1_real_hierarchy_limits_and_stats(relpath, spin):
     cg.remove()
     p.wait()
     assert not cg.exists()
+
+
+@needs_root
+@pytest.mark.skipif(IS_ROOT and detect().mode != "hybrid", reason="host is not hybrid")
+def test_hybrid_real_mirror_members_finds_new_processes_and_reads_the_tracking_cgroup_only_then(relpath, spin):
+    """contend watch mirrors each container's processes into its tracking cgroup every period, passing back
+    what it mirrored last: a new process is mirrored; with none new, the tracking cgroup is left unread (a
+    process taken out of it behind the watch's back stays out, which shows the read was skipped)."""
+    host = detect()
+    cg, t = host.cgroup(relpath), host.tracking(relpath)
+    cg.create()
+    t.create()
+    a, b = spin(), spin()
+    cg.add_pid(a.pid)
+    seen = mirror_members(cg, t)
+    assert seen == {a.pid} and t.procs() == [a.pid]
+    cg.add_pid(b.pid)
+    seen = mirror_members(cg, t, seen)
+    assert seen == {a.pid, b.pid} and sorted(t.procs()) == sorted(seen)
+    (host.unified / "cgroup.procs").write_text(str(a.pid))  # out of the tracking cgroup, behind its back
+    assert mirror_members(cg, t, seen) == seen and t.procs() == [b.pid]
+    assert mirror_members(cg, t) == seen and sorted(t.procs()) == sorted(seen)  # with nothing passed: read, mirrored
+    for p in (a, b):
+        p.kill()
+        p.wait()
+
+
+@needs_root
+@pytest.mark.skipif(IS_ROOT and detect().mode not in ("v1", "hybrid"), reason="host is not cgroup v1/hybrid")
+def test_real_files_kept_open_read_anew_each_time_dropped_when_removed_and_process_lists_never_kept(relpath, spin):
+    """KeptOpen (contend watch's reads): a kept file reads what the kernel counts now; a process list is read
+    through a new open (v1 serves a kept cgroup.procs' old list for a second: a new process unseen); a removed
+    cgroup's file raises and is closed, and the same path made again is read again; sweep closes the unread."""
+    host = detect()
+    cg = host.cgroup(relpath)
+    cg.create()
+    kept = KeptOpen()
+    with kept.active():
+        assert cg.members() == [] and cg.stats().cpu_usage_ns == 0
+        p = spin()
+        cg.add_pid(p.pid)
+        assert cg.members() == [p.pid], "a process list read through a kept file: v1's stale list"
+        first = cg.stats().cpu_usage_ns
+        time.sleep(0.3)
+        assert cg.stats().cpu_usage_ns > first + 100_000_000  # 0.3 s of a spinning process, read anew
+    usage = host.v1["cpuacct"] / relpath / "cpuacct.usage"
+    assert str(usage) in kept.fds and not any(k.endswith("cgroup.procs") for k in kept.fds)
+    p.kill()
+    p.wait()
+    cg.remove()
+    with kept.active():
+        with pytest.raises(OSError):
+            read_text(usage)
+        assert str(usage) not in kept.fds
+        cg.create()
+        assert read_text(usage).strip() == "0"
+    n = len(kept.fds)
+    kept.sweep()  # every file was read since the start: all kept
+    assert len(kept.fds) == n
+    kept.sweep()  # none read since: all closed
+    assert kept.fds == {}
+
+
+def test_files_kept_open_beyond_the_limit_are_read_and_closed(tmp_path):
+    files = [tmp_path / f"f{i}" for i in range(3)]
+    for i, f in enumerate(files):
+        f.write_text(f"{i}\n")
+    kept = KeptOpen(limit=2)
+    with kept.active():
+        assert [read_text(f) for f in files] == ["0\n", "1\n", "2\n"]
+        files[0].write_text("changed\n")
+        assert read_text(files[0]) == "changed\n"
+    assert sorted(kept.fds) == [str(files[0]), str(files[1])]
+    assert read_text(files[2]) == "2\n"  # outside active(): as ever
+    kept.close()
+    assert kept.fds == {}
 
 
 @needs_root

@@ -584,6 +584,7 @@ def test_the_victims_own_view_comes_from_every_io():
     ("policies: [none, contend]\nsweep: {window: [10, 0]}", "sweep: window[1]: Input should be greater than"),
     ("policies: [none, contend]\nsweep: {p: [0.1, 0.1]}", "sweep.p[1]: value 0.1 given twice"),
     ("policies: [none, contend]\nsweep: {vrate: [60]}", "sweep.vrate"),
+    ("policies: [none, contend]\nsweep: {backoff: [0.8, 1.5]}", "sweep: backoff[1]: Input should be less than"),
 ])
 def test_bad_guard_study_specs_are_exit_2(tmp_path, patch, message):
     spec = tmp_path / "g.yaml"
@@ -612,6 +613,11 @@ def test_a_sweep_runs_each_policy_once_per_value_of_what_it_reads():
         ("contend@p=0.5,floor=0.05", ""), ("none", "contend@p=0.5,floor=0.05"), ("bfq", ""), ("none", "bfq")]
     assert [v.label for v in GuardStudy.model_validate(yaml.safe_load(SMALL)).variants()] == [
         "none", "aridac", "contend", "hybrid"]  # no sweep: each policy once, by its name
+    # the capacity estimate's rules: read by contend and the hybrid, not by aridac
+    doc = {**yaml.safe_load(SMALL), "sweep": {"backoff": [0.7], "climb": [0.005, 0.05]}}
+    assert [v.label for v in GuardStudy.model_validate(doc).variants()] == [
+        "none", "aridac", "contend@backoff=0.7,climb=0.005", "contend@backoff=0.7,climb=0.05",
+        "hybrid@backoff=0.7,climb=0.005", "hybrid@backoff=0.7,climb=0.05"]
 
 
 def test_io_cost_qos_lines_are_read_and_written_back_as_they_were(tmp_path):

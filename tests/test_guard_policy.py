@@ -78,6 +78,11 @@ def test_aridac_defaults_are_its_authors_code():
     assert AridacPolicy().p == 0.35 and AridacPolicy().n == 30  # ELASTIC = 0.35, stats.py N = 30
     assert default_period_ms("aridac") == 1000 and default_period_ms("contend") == 100
     assert make("aridac").p == 0.35 and make("aridac", p=0.2).p == 0.2 and make("contend").p == 0.2
+    # the capacity estimate's backoff and climb: contend's and the hybrid's to set, nobody else's to read
+    c = make("hybrid", backoff=0.7, climb=0.05)
+    assert (c.backoff, c.climb, c.p) == (0.7, 0.05, 0.2)
+    assert (make("contend").backoff, make("contend").climb) == (0.9, 0.01)
+    assert make("aridac", backoff=0.7).p == 0.35 and not hasattr(make("static", climb=0.1), "climb")
 
 
 def test_aridac_queue_samples_as_the_authors_code():

@@ -427,6 +427,12 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                               "(default: contend 0.2; aridac 0.35, its code's "
                                                               "ELASTIC; the paper's text says 0.2)."),
           floor: Optional[float] = typer.Option(None, help="No cap below this share of capacity (default 0.02)."),
+          backoff: Optional[float] = typer.Option(None, help="contend/hybrid: after a pre-emption the capacity "
+                                                             "estimate drops to this × what the disk delivered "
+                                                             "(default 0.9)."),
+          climb: Optional[float] = typer.Option(None, help="contend/hybrid: the estimate's growth per period "
+                                                           "while nobody is pre-empted, × the capacity (default "
+                                                           "0.01; ten times slower near the level that hurt)."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log, set no cap."),
           wait: Optional[float] = typer.Option(None, "--wait", metavar="SECONDS",
                                                help="At start, wait this long for a named target that does not "
@@ -448,7 +454,8 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     disks = _capacity_flags(capacity)
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
-                            "window": window, "p": p, "floor": floor, "dry_run": dry_run or None,
+                            "window": window, "p": p, "floor": floor, "backoff": backoff, "climb": climb,
+                            "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:
         fail(str(e))

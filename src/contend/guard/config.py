@@ -49,6 +49,11 @@ class GuardSettings(Strict):
     floor: float = Field(default=0.02, gt=0, lt=1)  # no cap below this share of the disk's capacity
     # a cap in force is rewritten only when the policy moves it by more than this share (0: every move)
     hysteresis: float = Field(default=0.0, ge=0, lt=1)
+    # contend's and the hybrid's capacity estimate (policy.ContendPolicy); None: the policy's own (0.9, 0.01):
+    # after a pre-emption the estimate drops to `backoff` × what the disk delivered, then climbs `climb` × the
+    # configured capacity a period while nobody is pre-empted (ten times slower near the level that hurt)
+    backoff: float | None = Field(default=None, gt=0, le=1)
+    climb: float | None = Field(default=None, gt=0, le=1)
 
 
 class Disk(Strict):

@@ -100,7 +100,7 @@ class Guard:
         self.cfg = cfg
         self.disks = disks  # MAJ:MIN -> configured capacity, bytes/s
         self.host = host or detect()
-        self.policy = make(cfg.policy, cfg.window, cfg.p)
+        self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb)
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
         self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=cfg.hysteresis)

@@ -288,6 +288,8 @@ class HybridPolicy(Policy):
 
     window: int = 30
     p: float = 0.2
+    backoff: float = ContendPolicy.backoff  # its contend policy's capacity estimate
+    climb: float = ContendPolicy.climb
     calm: int = 10  # periods without a reason before the caps come off
     name = "hybrid"
     scheduler = "bfq"
@@ -295,7 +297,7 @@ class HybridPolicy(Policy):
     tunables = {"slice_idle": 0}  # noqa: RUF012 - a class constant, never mutated
 
     def decide(self, inp: PolicyInput) -> Decision:
-        inner = ContendPolicy(window=self.window, p=self.p)
+        inner = ContendPolicy(window=self.window, p=self.p, backoff=self.backoff, climb=self.climb)
         d = inner.decide(PolicyInput(inp.targets, inp.capacity, inp.floor, inp.latency, inp.state.get("contend", {})))
         pressing, growing, preempted = set(), set(), set()
         for t in inp.targets:
@@ -340,13 +342,17 @@ POLICIES = {"none": NoPolicy, "static": StaticPolicy, "aridac": AridacPolicy, "c
 PolicyName = Literal["none", "static", "aridac", "contend", "bfq", "hybrid", "iocost"]
 
 
-def make(name: str, n: int = 30, p: float | None = None) -> Policy:
-    """A policy by name; p None: its own default (aridac 0.35 as its authors' code, contend 0.2)."""
+def make(name: str, n: int = 30, p: float | None = None, backoff: float | None = None,
+         climb: float | None = None) -> Policy:
+    """A policy by name; a setting None: its own default (P: aridac 0.35 as its authors' code, contend 0.2;
+    backoff and climb, read by contend and the hybrid only: 0.9 and 0.01)."""
     if name == "aridac":
         return AridacPolicy(n=n) if p is None else AridacPolicy(n=n, p=p)
     if name in ("contend", "hybrid"):
         cls = ContendPolicy if name == "contend" else HybridPolicy
-        return cls(window=n) if p is None else cls(window=n, p=p)
+        own = cls(window=n)
+        return cls(window=n, p=own.p if p is None else p, backoff=own.backoff if backoff is None else backoff,
+                   climb=own.climb if climb is None else climb)
     return POLICIES[name]()
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Stats, V2Cgroup, mirror
-from ..cgroups.base import mirror_members, read_pressure, read_text
+from ..cgroups.base import KeptOpen, mirror_members, read_pressure, read_text
 from ..guard.collector import device_counters, latency_ms, settle
 from ..guard.targets import Resolved
 from .runq import RunqProbe
@@ -179,6 +179,8 @@ class WatchCollector:
         self._host_ns = host_netns()
         self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
         self._credit: dict[str, float] = {}  # charged to the watched, not written by the disks yet (settle)
+        self._mirrored: dict[str, frozenset[int]] = {}  # each own container's processes mirrored last period
+        self._files = KeptOpen()
         self._host_psi = host_psi()
         self._busy = busy_cpu_s()
         self._t = time.monotonic()
@@ -200,6 +202,9 @@ class WatchCollector:
             out[name] = w
         for gone in set(self._prev) - set(out):
             self._prev.pop(gone)
+        for gone in set(self._mirrored) - set(out):
+            self._mirrored.pop(gone)
+        self._files.sweep()  # a container gone: its files closed
         self.watched = out
 
     def _identify(self, w: Watched) -> Watched:
@@ -232,20 +237,25 @@ class WatchCollector:
         return own if self.host.mode == "hybrid" else None
 
     def close(self) -> None:
+        self._files.close()
         if self.runq is not None:
             self.probe_cpu_s = self.runq.cpu_seconds() - self.runq.start_cpu_s
             self.runq.stop()
 
 
     def collect(self) -> Frame:
+        with self._files.active():  # the same few hundred files every period: kept open (KeptOpen)
+            return self._collect()
+
+    def _collect(self) -> Frame:
         now = time.monotonic()
         dt = max(now - self._t, 1e-3)
         self._t = now
         self.watched = {n: w if w.cgid else self._identify(w) for n, w in self.watched.items()}
-        for w in self.watched.values():
+        for name, w in self.watched.items():
             if w.own is not None:  # every period: a load exec'd since lands in the v1 cgroups only
                 try:
-                    mirror_members(w.cgroup, w.own)
+                    self._mirrored[name] = mirror_members(w.cgroup, w.own, self._mirrored.get(name, frozenset()))
                 except OSError:
                     pass
         rq, pre, rtt = self.runq.take() if self.runq is not None else ({}, {}, {})

@@ -33,12 +33,12 @@ class GuardQuick(Strict):
     time_scale: float = Field(default=0.4, gt=0, le=1)  # burst_at_s, burst_volume_s and tail_s × this
 
 
-Setting = Literal["p", "window", "period_ms", "floor", "hysteresis"]
+Setting = Literal["p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb"]
 # the settings each policy reads: a sweep over one it does not read runs it once, at the study's settings
 READS: dict[str, tuple[str, ...]] = {
     "none": (), "bfq": (), "iocost": (), "static": ("floor",), "aridac": ("p", "window", "period_ms", "floor"),
-    "contend": ("p", "window", "period_ms", "floor", "hysteresis"),
-    "hybrid": ("p", "window", "period_ms", "floor", "hysteresis")}
+    "contend": ("p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb"),
+    "hybrid": ("p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb")}
 
 
 @dataclass(frozen=True)

@@ -170,9 +170,9 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
             cfg = GuardConfig(policy=v.policy, targets=[{"target": f"cgroup:{r}"} for r in rel], metrics="off",
                               **settings)
             with GuardUnderTest(cfg, {capacity["disk_device"]: C}, host, log, t.clock0) as g:
-                # the settings in force (a policy's own period and P where the study left them to it)
-                rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms,
-                                                "p": getattr(g.guard.policy, "p", None)}
+                # the settings in force (a policy's own period, P, backoff and climb where the study left them)
+                own = {k: getattr(g.guard.policy, k, None) for k in ("p", "backoff", "climb")}
+                rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms, **own}
                 g.guard.scan(strict=True)
                 starts = _write(t, w, C, g, result)
                 t_end = t.now()
