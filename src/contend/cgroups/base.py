@@ -208,9 +208,8 @@ UNLIMITED_BYTES = 1 << 60  # v1 writes "no memory limit" as a page-rounded LONG_
 
 def read_text(path: Path | str) -> str:
     """A kernel file's text, read with the bare system calls: a sampler reads a dozen such files per cgroup a
-    period, contend watch 260 a second with 20 containers. Python's file objects cost twice as much as the
-    calls themselves here (11.8 against 6.2 µs for a cpu.stat; a text-mode open half again as much). In a
-    thread where a KeptOpen is active, through it."""
+    period, contend watch 260 a second with 20 containers (a cpu.stat: 8.1 µs, 9.4 through an unbuffered file
+    object, more in text mode; bench/kernel_reads.py). In a thread where a KeptOpen is active, through it."""
     kept = getattr(_thread, "kept", None)
     if kept is not None:
         return kept.read(path)
@@ -237,7 +236,7 @@ _thread = threading.local()
 class KeptOpen:
     """Kernel files kept open and read again from their start: the kernel writes a cgroup's, PSI's or /proc's
     file anew for each read at offset 0, so a loop that reads the same files every period saves their open and
-    close (cpu.stat 1.3 µs against 6.2). For one thread: read_text goes through it inside `with kept.active()`.
+    close (a cpu.stat: 2.0 µs against 8.1, bench/kernel_reads.py). For one thread: read_text goes through it inside `with kept.active()`.
 
     - A file that fails to read is closed and its error raised (a removed cgroup's file: ENODEV), opened again
       at its next read (a container restarted under the same path).
