@@ -236,7 +236,8 @@ _thread = threading.local()
 class KeptOpen:
     """Kernel files kept open and read again from their start: the kernel writes a cgroup's, PSI's or /proc's
     file anew for each read at offset 0, so a loop that reads the same files every period saves their open and
-    close (a cpu.stat: 2.0 µs against 8.1, bench/kernel_reads.py). For one thread: read_text goes through it inside `with kept.active()`.
+    close (a cpu.stat: 2.0 µs against 8.1, bench/kernel_reads.py). For one thread: read_text goes through it
+    inside `with kept.active()`.
 
     - A file that fails to read is closed and its error raised (a removed cgroup's file: ENODEV), opened again
       at its next read (a container restarted under the same path).
