@@ -255,6 +255,57 @@ def test_real_v2_iocost_weights_are_set_and_restored_and_clean_restores_a_killed
     assert scheduler.iocost_qos(DISK, HOST.unified)["enable"] == before and DISK not in cg.io_weights("cost")
 
 
+def test_real_v2_iolatency_targets_the_heaviest_and_clean_restores_a_killed_guards(cg, tmp_path):
+    """io.latency on a real v2 kernel: the heavier of two siblings gets the guard's target, the other none; the
+    kernel reads it back; the guard's exit takes it off, and after a SIGKILL `contend clean` does. A kernel built
+    without it (Debian's: CONFIG_BLK_CGROUP_IOLATENCY is not set) is told from the io.max beside no io.latency,
+    and the guard refuses in one line (exit 2), changing nothing."""
+    from contend.clean import clean
+    from contend.guard import Guard, GuardConfig
+    from contend.guard.daemon import iolatency_missing
+    peer = V2Cgroup(f"contend/test-{uuid.uuid4().hex[:6]}", HOST.unified)
+    peer.create()
+    cfg = tmp_path / "guard.yaml"  # weights need the config file: -t takes none
+    cfg.write_text(json.dumps({"policy": "iolatency", "metrics": "off",
+                               "disks": [{"device": DISK, "capacity": "20M"}],
+                               "targets": [{"target": f"cgroup:{cg.relpath}", "weight": 2},
+                                           f"cgroup:{peer.relpath}"]}))
+    guard = [sys.executable, "-m", "contend.cli", "guard", "-c", str(cfg), "--latency-ms", "3"]
+    try:
+        if not (cg.dir / "io.latency").exists():
+            assert "built without CONFIG_BLK_CGROUP_IOLATENCY" in iolatency_missing(HOST)
+            p = subprocess.run([*guard, "--duration", "1"], capture_output=True, text=True, timeout=120)
+            assert p.returncode == 2 and "io.latency: this kernel" in p.stderr, p.stderr
+            assert len(p.stderr.strip().splitlines()) == 1
+            return
+        g = Guard(GuardConfig(policy="iolatency", latency_ms=2, metrics="off",
+                              targets=[{"target": f"cgroup:{cg.relpath}", "weight": 2},
+                                       {"target": f"cgroup:{peer.relpath}"}]), {DISK: 20e6}, HOST, log=None)
+        try:
+            g.scan(strict=True)
+            for _ in range(2):  # the first period only reads the counters
+                g.step()
+                time.sleep(0.1)
+            assert cg.io_weights("latency") == {DISK: 2000} and peer.io_weights("latency") == {}
+        finally:
+            g.close()
+        assert cg.io_weights("latency") == {}
+        p = subprocess.Popen(guard, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 90  # the guard's Python start in the emulated guest
+            while DISK not in cg.io_weights("latency") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert cg.io_weights("latency") == {DISK: 3000}
+        finally:
+            p.kill()
+            p.wait()
+        assert cg.io_weights("latency") == {DISK: 3000}  # SIGKILL: nothing could put it back
+        clean()
+        assert cg.io_weights("latency") == {} and peer.io_weights("latency") == {}
+    finally:
+        peer.remove()
+
+
 def test_real_v2_bfq_weights_are_set_with_the_scheduler_and_restored(cg):
     from contend.guard import scheduler
     if "bfq" not in scheduler.offered(DISK):

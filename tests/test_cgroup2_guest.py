@@ -66,7 +66,7 @@ PYTEST = f"{ROOT}/.venv/bin/python -m pytest -q -p no:cacheprovider --color=no -
 CAPACITY = ".guest-capacity.json"  # contend's calibration of the guest, kept on its disk between boots
 STUDIES = re.findall(r"^def (test_v2_\w+)\(", (ROOT / "tests/test_cgroup2_studies.py").read_text(), re.M)
 # make test boots the isolation study's (the default kind: cpu.max, io.max and the tbf, and the eBPF view, through
-# the whole pipeline); the other five, 4-10 minutes each under TCG, are make test-cgroup2's: CI has 90 minutes
+# the whole pipeline); the other six, 4-10 minutes each under TCG, are make test-cgroup2's: CI has 90 minutes
 IN_MAKE_TEST = "test_v2_isolation_of_cpu_disk_and_network"
 assert IN_MAKE_TEST in STUDIES
 

@@ -7,6 +7,7 @@ are emulated. They skip on any host whose cgroups are not v2."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,43 @@ def test_v2_guard_study_with_paired_references(tmp_path):
         got = value(out, scenario="workload2/contend", view="host", metric=metric)
         assert 0 <= got <= top, (metric, got)
     assert "the disk under no policy delivered" in (out / "guard-table.md").read_text()
+
+
+def test_v2_buffered_neighbour_guard_study_under_contend(tmp_path):
+    """Workload 2 with a neighbour writing through the page cache (v2 charges the write-back to it, so the
+    host view sees its burst) under none and contend's caps; io.latency where the kernel has it (the victim
+    weighted 2, so the guard gives it the latency target and the neighbour none), else the study refuses it
+    up front (Debian's kernels are built without it)."""
+    require("fio")
+    w2 = next(w for w in yaml.safe_load((ROOT / "presets/aridac-workloads.yaml").read_text())["workloads"]
+              if w["name"] == "workload2")
+    from contend.cgroups import V2Cgroup
+    from contend.guard.daemon import iolatency_missing
+    probe = V2Cgroup("contend/test-iolatency", HOST.unified)  # io on under contend/: the kernel's files show
+    probe.create()
+    try:
+        missing = iolatency_missing(HOST)
+    finally:
+        probe.remove()
+    if missing:
+        spec = tmp_path / "g.yaml"
+        spec.write_text(yaml.safe_dump({**yaml.safe_load((ROOT / "presets/aridac-workloads.yaml").read_text()),
+                                        "policies": ["none", "iolatency"]}))
+        p = contend("run", str(spec), "--out", str(tmp_path / "refused"), "--dry-run")
+        assert p.returncode == 2 and "policies[1]: io.latency: this kernel" in p.stderr, p.stderr
+    policies = ["none", "contend"] + ([] if missing else ["iolatency"])
+    out, _ = quick_pass(tmp_path, "aridac-workloads", policies=policies,
+                        workloads=[{**w2, "name": "buffered", "neighbour_io": "buffered"}])
+    for policy in policies:
+        got = value(out, scenario=f"buffered/{policy}", view="host", metric="neighbour_mb_s")
+        assert got > 1, f"{policy}: the neighbour's buffered burst was not seen ({got} MB/s)"
+        for metric in ("work_conservation", "isol_mean"):  # shares, or n/a where the emulated disk left no spare
+            got = value(out, scenario=f"buffered/{policy}", view="host", metric=metric)
+            assert not (got < 0 or got > 1), (policy, metric, got)
+    if not missing:
+        log = next((out / "guard-logs").glob("buffered.iolatency.*.jsonl")).read_text().splitlines()
+        weights = {(e["target"], e["weight"]) for e in map(json.loads, log) if e.get("event") == "weight"}
+        assert len(weights) == 1 and next(iter(weights))[1] == 5000, weights  # the victim's 5 ms, none for the other
 
 
 def test_v2_detect_names_the_cpu_antagonist_and_blames_nobody_for_an_own_quota(tmp_path):

@@ -84,6 +84,23 @@ def test_v2_laid_out_tree_limits_are_written_as_v2_expects(tmp_path):
     assert (d / "io.max").read_text() == "254:0 rbps=max wbps=max riops=max wiops=max"
 
 
+def test_v2_laid_out_tree_io_latency_targets_as_the_kernel_writes_them(tmp_path):
+    """io.latency (the real one: test_cgroup2.py in the v2 guest): `MAJ:MIN target=µs` read back, written, and
+    `target=max` to remove one; v1 has no io.latency."""
+    d = lay_out_v2(tmp_path, "contend/ct")
+    cg = V2Cgroup("contend/ct", tmp_path)
+    (d / "io.latency").write_text("254:0 target=5000\n8:0 target=250\n")
+    assert cg.io_weights("latency") == {"254:0": 5000, "8:0": 250}
+    cg.set_io_weight("254:0", 2000, "latency")
+    assert (d / "io.latency").read_text() == "254:0 target=2000"
+    cg.set_io_weight("254:0", None, "latency")
+    assert (d / "io.latency").read_text() == "254:0 target=max"
+    with pytest.raises(ValueError, match="not a latency weight"):
+        cg.set_io_weight("254:0", 0, "latency")
+    with pytest.raises(ValueError, match="io.latency weights need cgroup v2"):
+        V1Cgroup("contend/ct", tmp_path).set_io_weight("254:0", 5000, "latency")
+
+
 def test_v2_laid_out_tree_io_max_read_back(tmp_path):
     d = lay_out_v2(tmp_path, "contend/ct")
     (d / "io.max").write_text("254:0 rbps=max wbps=1048576 riops=max wiops=100\n")

@@ -394,14 +394,17 @@ def test_bad_configuration_is_one_line_and_exit_2(args, message):
 
 
 @needs_root
-def test_iocost_on_a_host_without_cgroup_v2_is_one_line_and_exit_2():
-    """io.weight needs io.cost, a cgroup v2 root's: on this hybrid host the guard says so and changes nothing
-    (the v2 guest drives it for real: test_cgroup2.py)."""
+def test_iocost_and_iolatency_on_a_host_without_cgroup_v2_are_one_line_and_exit_2():
+    """io.weight needs io.cost, a cgroup v2 root's, and io.latency is v2's too: on this hybrid host the guard
+    says so and changes nothing (the v2 guest drives both for real: test_cgroup2.py)."""
     if detect().mode == "v2":
         pytest.skip("a v2 host has io.cost")
     p = contend("guard", "-t", "contend", "--policy", "iocost", "--capacity", f"{device_of(DATA)}=200M",
                 "--metrics", "off", "--duration", "1")
     assert p.returncode == 2 and "io.cost needs a cgroup v2 host" in p.stderr, p.stderr
+    p = contend("guard", "-t", "contend", "--policy", "iolatency", "--capacity", f"{device_of(DATA)}=200M",
+                "--metrics", "off", "--duration", "1")
+    assert p.returncode == 2 and "io.latency needs a cgroup v2 host" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert "guard" not in contend("clean", "--dry-run").stdout  # nothing recorded, nothing left
 
@@ -585,12 +588,42 @@ def test_the_victims_own_view_comes_from_every_io():
     ("policies: [none, contend]\nsweep: {p: [0.1, 0.1]}", "sweep.p[1]: value 0.1 given twice"),
     ("policies: [none, contend]\nsweep: {vrate: [60]}", "sweep.vrate"),
     ("policies: [none, contend]\nsweep: {backoff: [0.8, 1.5]}", "sweep: backoff[1]: Input should be less than"),
+    ("policies: [none, static]\nsweep: {capacity: [1.5, 0]}", "sweep: capacity[1]: must be > 0 and <= 10"),
+    ("policies: [none, static]\ncapacity: 11", "capacity: must be <= 10"),
 ])
 def test_bad_guard_study_specs_are_exit_2(tmp_path, patch, message):
     spec = tmp_path / "g.yaml"
     spec.write_text(SMALL.replace("policies: [none, aridac, contend, hybrid]", patch))
     p = contend("run", str(spec), "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and message in p.stderr, p.stderr
+
+
+def test_a_guard_study_of_a_v2_mechanism_is_refused_up_front_on_a_host_without_v2(tmp_path):
+    """io.cost and io.latency are cgroup v2's: on this hybrid host the study says so before it runs anything
+    (the v2 guest runs them: test_cgroup2_guest.py)."""
+    if detect().mode == "v2":
+        pytest.skip("a v2 host has both")
+    spec = tmp_path / "g.yaml"
+    spec.write_text(SMALL.replace("policies: [none, aridac, contend, hybrid]", "policies: [none, static, iolatency]"))
+    p = contend("run", str(spec), "--out", str(tmp_path / "o"), "--dry-run")
+    assert p.returncode == 2 and "policies[2]: iolatency needs a cgroup v2 host" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    spec.write_text(SMALL.replace("after: steady", "after: steady\n    neighbour_io: buffered"))
+    p = contend("run", str(spec), "--out", str(tmp_path / "o"), "--dry-run")
+    assert p.returncode == 2 and "workloads[0].neighbour_io: buffered needs a cgroup v2 host" in p.stderr, p.stderr
+
+
+def test_a_buffered_neighbour_writes_through_the_page_cache_and_fsyncs():
+    """Pure: the neighbour's fio jobs, direct (libaio, O_DIRECT, its queue depth) or buffered (plain writes into
+    the page cache, each job ending with an fsync so that its report's time covers the write-back)."""
+    from contend.kinds.protection.spec import Workload
+    from contend.kinds.protection.trial import neighbour_argv
+    direct = neighbour_argv(Workload(name="w", after="steady"), 1e9)
+    assert {"--direct=1", "--ioengine=libaio", "--iodepth=32"} <= set(direct) and "--end_fsync=1" not in direct
+    buffered = neighbour_argv(Workload(name="w", after="steady", neighbour_io="buffered"), 1e9)
+    assert {"--direct=0", "--ioengine=psync", "--end_fsync=1"} <= set(buffered)
+    assert not any(a.startswith("--iodepth") for a in buffered)
+    assert [a for a in buffered if a.startswith("--name=")] == ["--name=steady", "--name=burst", "--name=after"]
 
 
 def test_a_sweep_runs_each_policy_once_per_value_of_what_it_reads():
@@ -618,6 +651,36 @@ def test_a_sweep_runs_each_policy_once_per_value_of_what_it_reads():
     assert [v.label for v in GuardStudy.model_validate(doc).variants()] == [
         "none", "aridac", "contend@backoff=0.7,climb=0.005", "contend@backoff=0.7,climb=0.05",
         "hybrid@backoff=0.7,climb=0.005", "hybrid@backoff=0.7,climb=0.05"]
+    # the capacity the guard is told, a multiple of the calibration: read by every policy that caps by it
+    doc = {**yaml.safe_load(SMALL), "policies": ["none", "static", "contend", "bfq"],
+           "sweep": {"capacity": [1.5, 2], "backoff": [0.8]}}
+    spec = GuardStudy.model_validate(doc)
+    assert [(v.label, v.settings) for v in spec.variants()] == [
+        ("none", {}), ("static@capacity=1.5", {"capacity": 1.5}), ("static@capacity=2", {"capacity": 2.0}),
+        ("contend@capacity=1.5,backoff=0.8", {"capacity": 1.5, "backoff": 0.8}),
+        ("contend@capacity=2,backoff=0.8", {"capacity": 2.0, "backoff": 0.8}), ("bfq", {})]
+    doc = {**yaml.safe_load(SMALL), "policies": ["none", "iolatency"], "sweep": {"latency_ms": [0.5, 2]}}
+    assert [v.label for v in GuardStudy.model_validate(doc).variants()] == [
+        "none", "iolatency@latency_ms=0.5", "iolatency@latency_ms=2"]
+
+
+def test_the_guard_is_told_the_calibration_times_the_studys_capacity():
+    """Pure: a variant's settings split into the guard's own and the capacity it is told (the study's
+    `capacity:` unless swept); the workloads' rates stay fractions of the calibration itself."""
+    import yaml
+
+    from contend.kinds.protection.spec import GuardStudy
+    from contend.kinds.protection.trial import guard_settings
+    doc = {**yaml.safe_load(SMALL), "policies": ["none", "static", "contend"], "capacity": 1.25,
+           "guard": {"floor": 0.05}, "sweep": {"capacity": [2], "p": [0.3]}}
+    spec = GuardStudy.model_validate(doc)
+    settings, told = guard_settings(spec, spec.variant("static@capacity=2"), 1e9)
+    assert told == pytest.approx(2e9) and settings["floor"] == 0.05 and "capacity" not in settings
+    settings, told = guard_settings(spec, spec.variant("contend@capacity=2,p=0.3"), 1e9)
+    assert told == pytest.approx(2e9) and settings["p"] == 0.3
+    spec = GuardStudy.model_validate({**doc, "sweep": {}})
+    settings, told = guard_settings(spec, spec.variant("static"), 1e9)
+    assert told == pytest.approx(1.25e9) and "capacity" not in settings
 
 
 def test_io_cost_qos_lines_are_read_and_written_back_as_they_were(tmp_path):

@@ -12,6 +12,7 @@ from contend.guard.policy import (
     ContendPolicy,
     HybridPolicy,
     IoCostPolicy,
+    IoLatencyPolicy,
     NoPolicy,
     PolicyInput,
     StaticPolicy,
@@ -285,6 +286,19 @@ def test_hybrid_does_not_cap_anybody_when_a_neighbour_only_stops():
     """The neighbour falling below its lifeline (it stopped) is not a victim: nobody grew at its expense."""
     trace = run(HybridPolicy(), lambda k: {"victim": 200.0, "burst": 200.0 if k < 40 else 0.0}, 80)
     assert all(c is None for _, caps, _ in trace for c in caps.values())
+
+
+def test_iolatency_gives_a_target_to_the_heaviest_targets_only():
+    """io.latency protects by role: the targets weighted heaviest get the target (µs), the others none, and
+    equal weights protect nobody (a target for each would let each throttle the other); never a cap."""
+    v = [TargetView("victim", np.array([1.0]), weight=2), TargetView("noisy", np.array([1.0])),
+         TargetView("db", np.array([1.0]), weight=2)]
+    d = IoLatencyPolicy().decide(PolicyInput(v, C, 10.0))
+    assert d.caps == {"victim": None, "noisy": None, "db": None} and d.weights == {"victim": 5000, "db": 5000}
+    assert make("iolatency", latency_ms=0.25).decide(PolicyInput(v[:2], C, 10.0)).weights == {"victim": 250}
+    assert IoLatencyPolicy().decide(PolicyInput(v[1:2], C, 10.0)).weights == {}
+    assert IoLatencyPolicy().decide(PolicyInput([v[0], v[2]], C, 10.0)).weights == {}
+    assert IoLatencyPolicy.weighs == "latency" and default_period_ms("iolatency") == 1000
 
 
 def test_iocost_sets_io_weights_only_on_their_scale():

@@ -260,6 +260,7 @@ def test_a_forged_guard_state_is_dropped_never_acted_on(cg):
         "scheduler-of-a-cgroup": {"schedulers": [{"cgroup": g.relpath, "device": dev, "original": "none"}]},
         "bad-weight": {"weights": [{"cgroup": g.relpath, "device": dev, "original": 5000}]},
         "bad-cost-weight": {"cost_weights": [{"cgroup": g.relpath, "device": dev, "original": 20000}]},
+        "bad-latency-target": {"latency_targets": [{"cgroup": g.relpath, "device": dev, "original": "5000 x"}]},
         "bad-iocost": {"iocost": [{"cgroup": "", "device": dev, "original": {"enable": "1 rpct=99"}}]},
         "iocost-of-a-cgroup": {"iocost": [{"cgroup": g.relpath, "device": dev, "original": None}]},
         "not-json": "{",

@@ -415,8 +415,9 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                 help="YAML with the same keys (targets with weights, disks, ...)."),
           policy: Optional[str] = typer.Option(None, help="contend (default), hybrid (BFQ weights, contend's caps "
                                                          "only while a target is pre-empted), bfq (weights only), "
-                                                         "iocost (io.weight under io.cost, cgroup v2), aridac, "
-                                                         "static or none."),
+                                                         "iocost (io.weight under io.cost, cgroup v2), "
+                                                         "iolatency (io.latency targets for the heaviest "
+                                                         "targets, cgroup v2), aridac, static or none."),
           capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
                                              help="A disk to guard and what it delivers, e.g. 254:0=4G "
                                                   "(repeatable; default: the calibrated disk)."),
@@ -433,6 +434,9 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
           climb: Optional[float] = typer.Option(None, help="contend/hybrid: the estimate's growth per period "
                                                            "while nobody is pre-empted, × the capacity (default "
                                                            "0.01; ten times slower near the level that hurt)."),
+          latency_ms: Optional[float] = typer.Option(None, help="iolatency: the io.latency target of the targets "
+                                                                "weighted heaviest, ms (default 5; set it 10-15 % "
+                                                                "above their latency alone)."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log, set no cap."),
           wait: Optional[float] = typer.Option(None, "--wait", metavar="SECONDS",
                                                help="At start, wait this long for a named target that does not "
@@ -455,7 +459,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
                             "window": window, "p": p, "floor": floor, "backoff": backoff, "climb": climb,
-                            "dry_run": dry_run or None,
+                            "latency_ms": latency_ms, "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:
         fail(str(e))

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PREFIX = "contend"  # every cgroup contend creates lives below <hierarchy>/contend/
-WEIGHT_MAX = {"bfq": 1000, "cost": 10000}  # a cgroup's weight on a disk, by the mechanism that reads it
+# a cgroup's weight on a disk, by the mechanism that reads it; io.latency's "weight" is its target in µs
+WEIGHT_MAX = {"bfq": 1000, "cost": 10000, "latency": 10_000_000}
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,8 @@ class Cgroup(ABC):
         """The I/O throttles set on this cgroup, by device."""
 
     def io_weights(self, mechanism: str = "bfq") -> dict[str, int]:
-        """The per-device weights set on this cgroup for BFQ ("bfq") or io.cost ("cost"); a device absent
-        has the cgroup's default weight."""
+        """The per-device weights set on this cgroup for BFQ ("bfq") or io.cost ("cost"), or its io.latency
+        targets in µs ("latency"); a device absent has the cgroup's default weight (no latency target)."""
         try:
             return parse_weights(read_text(self._weight_file(mechanism)))
         except (OSError, ValueError):
@@ -120,17 +121,21 @@ class Cgroup(ABC):
 
     def set_io_weight(self, device: str, weight: int | None, mechanism: str = "bfq") -> None:
         """This cgroup's weight on one disk, for BFQ (1-1000; the file exists while the disk's scheduler is BFQ,
-        and the weight goes with the scheduler) or io.cost (1-10000, cgroup v2); None: back to the default."""
+        and the weight goes with the scheduler) or io.cost (1-10000, cgroup v2), or its io.latency target
+        (µs, cgroup v2); None: back to the default (no target)."""
         IoLimit(device)  # refuses what is not MAJ:MIN
         top = WEIGHT_MAX[mechanism]
         if weight is not None and not (type(weight) is int and 1 <= weight <= top):
             raise ValueError(f"{device}: not a {mechanism} weight (1-{top}): {weight!r}")
-        write(self._weight_file(mechanism), f"{device} {'default' if weight is None else weight}")
+        if mechanism == "latency":
+            write(self._weight_file(mechanism), f"{device} target={'max' if weight is None else weight}")
+        else:
+            write(self._weight_file(mechanism), f"{device} {'default' if weight is None else weight}")
 
     @abstractmethod
     def _weight_file(self, mechanism: str) -> Path:
-        """bfq: blkio.bfq.weight_device (v1) or io.bfq.weight (v2); cost: io.weight (v2 only, else ValueError).
-        The same format in each."""
+        """bfq: blkio.bfq.weight_device (v1) or io.bfq.weight (v2); cost: io.weight and latency: io.latency
+        (v2 only, else ValueError). `MAJ:MIN N` lines in each, `MAJ:MIN target=N` in io.latency."""
 
     @abstractmethod
     def stats(self) -> Stats: ...
@@ -345,10 +350,12 @@ def read_pressure(path: Path | str, resource: str) -> dict[str, float]:
 
 
 def parse_weights(text: str) -> dict[str, int]:
-    """'default 100' and 'MAJ:MIN N' lines (blkio.bfq.weight_device, io.bfq.weight): the per-device ones."""
+    """'default 100' and 'MAJ:MIN N' lines (blkio.bfq.weight_device, io.bfq.weight, io.weight) or
+    'MAJ:MIN target=N' (io.latency): the per-device ones."""
     out = {}
     for line in text.splitlines():
         dev, _, w = line.partition(" ")
+        w = w.removeprefix("target=")
         if re.fullmatch(r"[0-9]+:[0-9]+", dev) and w.strip().isdigit():
             out[dev] = int(w)
     return out

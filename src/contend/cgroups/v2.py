@@ -75,7 +75,7 @@ class V2Cgroup(Cgroup):
         write(self.dir / "io.max", io_max_line(IoLimit(device)))
 
     def _weight_file(self, mechanism: str) -> Path:
-        return self.dir / ("io.bfq.weight" if mechanism == "bfq" else "io.weight")
+        return self.dir / {"bfq": "io.bfq.weight", "cost": "io.weight", "latency": "io.latency"}[mechanism]
 
     def clear_memory_limit(self) -> None:
         write(self.dir / "memory.max", "max")

@@ -54,6 +54,8 @@ class GuardSettings(Strict):
     # configured capacity a period while nobody is pre-empted (ten times slower near the level that hurt)
     backoff: float | None = Field(default=None, gt=0, le=1)
     climb: float | None = Field(default=None, gt=0, le=1)
+    # iolatency's target for the heaviest targets (policy.IoLatencyPolicy); None: 5 ms
+    latency_ms: float | None = Field(default=None, ge=0.001, le=10_000)
 
 
 class Disk(Strict):

@@ -94,13 +94,27 @@ HOOK_INTERVAL_S = 5.0  # the alert hook runs at most this often
 HOOK_TIMEOUT_S = 30.0  # and is killed (its whole process group) after this long
 
 
+def iolatency_missing(host: CgroupHost) -> str:
+    """Why this host cannot take io.latency targets ("" if it can, or cannot tell yet): it needs cgroup v2 and a
+    kernel built with it (CONFIG_BLK_CGROUP_IOLATENCY: Debian's kernels and this VM's are not). A cgroup under
+    the root with the io controller on (io.max) shows io.latency beside it where the kernel has it."""
+    if host.mode != "v2" or host.unified is None:
+        return f"io.latency needs a cgroup v2 host (this host: {host.mode}); bfq weights work on v1"
+    for d in sorted(p for p in host.unified.iterdir() if p.is_dir()):
+        if (d / "io.max").exists():
+            return "" if (d / "io.latency").exists() else (
+                f"io.latency: this kernel ({os.uname().release}) has none (built without "
+                f"CONFIG_BLK_CGROUP_IOLATENCY: {d} has io.max but no io.latency)")
+    return ""
+
+
 class Guard:
     def __init__(self, cfg: GuardConfig, disks: dict[str, float], host: CgroupHost | None = None,
                  log: TextIO | None = sys.stderr, record: bool = False, clock0: float | None = None):
         self.cfg = cfg
         self.disks = disks  # MAJ:MIN -> configured capacity, bytes/s
         self.host = host or detect()
-        self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb)
+        self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms)
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
         self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=cfg.hysteresis)
@@ -116,6 +130,10 @@ class Guard:
             if self.policy.weighs == "cost":  # io.weight needs io.cost on the disk
                 for dev in disks:
                     self.limiter.use_iocost(dev)
+            if self.policy.weighs == "latency":
+                why = iolatency_missing(self.host)
+                if why:
+                    raise ValueError(why)
         except (OSError, ValueError):
             self.limiter.release_all()  # what it changed before the disk that refused
             raise
@@ -362,7 +380,9 @@ class Guard:
         end = None if duration is None else time.monotonic() + duration
         self.log("start", policy=self.cfg.policy, disks={d: round(c) for d, c in self.disks.items()},
                  scheduler=self.policy.scheduler or None,
-                 period_ms=self.period_ms, window=self.cfg.window, p=getattr(self.policy, "p", None),
+                 period_ms=self.period_ms, window=self.cfg.window,
+                 **{k: getattr(self.policy, k) for k in ("p", "backoff", "climb", "latency_ms")
+                    if hasattr(self.policy, k)},
                  dry_run=self.cfg.dry_run, pid=os.getpid())
         try:
             next_at = time.monotonic()

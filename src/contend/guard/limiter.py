@@ -41,10 +41,13 @@ def cap_limit(device: str, cap: float, original: IoLimit | None) -> IoLimit:
 
 # what a guard may change, in the order it is put back: a cgroup's caps and weights before a disk's scheduler
 # (BFQ's weights go with it) and io.cost; each with the key of its list in the state file
-KINDS = {"cap": "caps", "weight": "weights", "cost-weight": "cost_weights", "scheduler": "schedulers",
-         "iocost": "iocost"}
+KINDS = {"cap": "caps", "weight": "weights", "cost-weight": "cost_weights", "latency-target": "latency_targets",
+         "scheduler": "schedulers", "iocost": "iocost"}
 DISK_KINDS = ("scheduler", "iocost")  # a disk's, not a cgroup's
-MECHANISM = {"weight": "bfq", "cost-weight": "cost"}  # a weight's kind -> the mechanism that reads it
+CGROUP_KINDS = tuple(k for k in KINDS if k not in DISK_KINDS)
+# a weight's kind -> the mechanism that reads it (io.latency's "weight": its target, µs)
+MECHANISM = {"weight": "bfq", "cost-weight": "cost", "latency-target": "latency"}
+KIND_OF = {m: k for k, m in MECHANISM.items()}
 
 
 class Limiter:
@@ -121,8 +124,8 @@ class Limiter:
         scheduler.set_iocost(device, root, {"enable": "1", "ctrl": "auto"})
 
     def weigh(self, relpath: str, device: str, weight: int | None, mechanism: str = "bfq") -> None:
-        """A target's weight on a disk for BFQ or io.cost (None: the one it had before)."""
-        kind = "weight" if mechanism == "bfq" else "cost-weight"
+        """A target's weight on a disk for BFQ or io.cost, or its io.latency target (None: what it had before)."""
+        kind = KIND_OF[mechanism]
         key = (relpath, device)
         if self.dry_run or (weight is None and key not in self.held[kind]):
             return
@@ -139,21 +142,21 @@ class Limiter:
         key = (relpath, device)
         self.caps.pop(key, None)
         self.weights.pop(key, None)
-        for kind in ("weight", "cost-weight", "cap"):
+        for kind in CGROUP_KINDS[::-1]:  # weights before the cap
             if key in self.held[kind]:
                 put_back(self.host, kind, relpath, device, self.held[kind].pop(key))
                 self._save()
 
     def release_target(self, relpath: str) -> None:
-        for rel, dev in {k for kind in ("cap", "weight", "cost-weight") for k in self.held[kind] if k[0] == relpath}:
+        for rel, dev in {k for kind in CGROUP_KINDS for k in self.held[kind] if k[0] == relpath}:
             self.release(rel, dev)
 
     def release_all(self) -> None:
-        for rel, dev in {k for kind in ("cap", "weight", "cost-weight") for k in self.held[kind]}:
+        for rel, dev in {k for kind in CGROUP_KINDS for k in self.held[kind]}:
             try:
                 self.release(rel, dev)
             except OSError:  # the cgroup is gone, and its caps and weights with it
-                for kind in ("cap", "weight", "cost-weight"):
+                for kind in CGROUP_KINDS:
                     self.held[kind].pop((rel, dev), None)
         for kind in DISK_KINDS:  # after the weights: BFQ's go with it
             for key, original in list(self.held[kind].items()):

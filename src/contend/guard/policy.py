@@ -39,14 +39,17 @@ class Decision:
     alert: str = ""  # non-empty: overload (the caps the targets need exceed the capacity)
     capacity: float = math.nan  # the capacity the policy divided (contend: its probed estimate)
     state: dict = field(default_factory=dict)
-    weights: dict[str, int] = field(default_factory=dict)  # per target, its BFQ or io.cost weight; {}: none set
+    # per target, its BFQ or io.cost weight, or its io.latency target in µs; {}: none set
+    weights: dict[str, int] = field(default_factory=dict)
 
 
 class Policy:
     name = ""
     period_ms = 100  # the period the policy is meant to run at (the guard's default for it)
     scheduler = ""  # the disk scheduler the policy needs (its weights are BFQ's); "": whatever the disk has
-    weighs = ""  # what its Decision.weights are for: "bfq" (io.bfq.weight) or "cost" (io.weight under io.cost)
+    # what its Decision.weights are for: "bfq" (io.bfq.weight), "cost" (io.weight under io.cost) or "latency"
+    # (io.latency targets, µs)
+    weighs = ""
     tunables: dict[str, int] = {}  # that scheduler's tunables (queue/iosched/), set where the guard switched it
 
     def decide(self, inp: PolicyInput) -> Decision:  # pragma: no cover - interface
@@ -335,17 +338,40 @@ class IoCostPolicy(Policy):
                         weights=bfq_weights(inp.targets, 10000))
 
 
+@dataclass
+class IoLatencyPolicy(Policy):
+    """The kernel's io.latency (cgroup v2): a latency target protects a cgroup by throttling its siblings'
+    queue depth while it misses the target (on an SSD: while more than a few of its I/Os in a window take
+    longer), and costs nothing while it meets it (work-conserving). It protects by role, and the guard's
+    targets have weights, not roles: the heaviest targets (weight above the lightest's) get `latency_ms` as
+    their target, the others none; equal weights protect nobody. No caps."""
+
+    latency_ms: float = 5.0  # the kernel's documentation's example; set it 10-15 % above the victim's own
+    name = "iolatency"
+    period_ms = 1000  # nothing to decide but the targets of the targets that came
+    weighs = "latency"
+
+    def decide(self, inp: PolicyInput) -> Decision:
+        weights = [t.weight for t in inp.targets]
+        top = max(weights, default=0.0)
+        us = max(1, round(self.latency_ms * 1000))
+        protected = {t.name: us for t in inp.targets if t.weight == top > min(weights)}
+        return Decision({t.name: None for t in inp.targets}, capacity=inp.capacity, weights=protected)
+
+
 POLICIES = {"none": NoPolicy, "static": StaticPolicy, "aridac": AridacPolicy, "contend": ContendPolicy,
-            "bfq": BfqPolicy, "hybrid": HybridPolicy, "iocost": IoCostPolicy}
+            "bfq": BfqPolicy, "hybrid": HybridPolicy, "iocost": IoCostPolicy, "iolatency": IoLatencyPolicy}
 
 
-PolicyName = Literal["none", "static", "aridac", "contend", "bfq", "hybrid", "iocost"]
+PolicyName = Literal["none", "static", "aridac", "contend", "bfq", "hybrid", "iocost", "iolatency"]
 
 
 def make(name: str, n: int = 30, p: float | None = None, backoff: float | None = None,
-         climb: float | None = None) -> Policy:
+         climb: float | None = None, latency_ms: float | None = None) -> Policy:
     """A policy by name; a setting None: its own default (P: aridac 0.35 as its authors' code, contend 0.2;
-    backoff and climb, read by contend and the hybrid only: 0.9 and 0.01)."""
+    backoff and climb, read by contend and the hybrid only: 0.9 and 0.01; iolatency's target 5 ms)."""
+    if name == "iolatency":
+        return IoLatencyPolicy() if latency_ms is None else IoLatencyPolicy(latency_ms=latency_ms)
     if name == "aridac":
         return AridacPolicy(n=n) if p is None else AridacPolicy(n=n, p=p)
     if name in ("contend", "hybrid"):

@@ -25,7 +25,7 @@ COLUMNS = (("isol_mean", "host", "isol mean"), ("isol_p05", "host", "isol p05"),
            ("delivery_mb_s", "host", "disk MB/s"), ("reclaim_s", "host", "reclaim s"),
            ("burst_completion_s", "host", "burst done s"))
 VICTIM_COLUMNS = 5
-ORDER = ("none", "static", "aridac", "contend", "bfq", "hybrid", "iocost")
+ORDER = ("none", "static", "aridac", "contend", "bfq", "hybrid", "iocost", "iolatency")
 
 
 def io_series(s, tenant: str) -> tuple[np.ndarray, np.ndarray]:

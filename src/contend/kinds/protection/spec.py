@@ -24,6 +24,10 @@ class Workload(Strict):
     burst_at_s: float = Field(default=10, gt=0, le=3600)
     burst_volume_s: float = Field(default=8, gt=0, le=3600)  # the burst's I/O, in seconds of full bandwidth
     after: Literal["stop", "steady"] = "stop"
+    # how the neighbour writes: direct (O_DIRECT: each write charged to it when submitted) or buffered (into the
+    # page cache, each job ending with an fsync; the kernel writes the pages back: on cgroup v1 charged to no
+    # cgroup, so no cap holds them and the guard says escape; on v2 charged to the neighbour and held by its cap)
+    neighbour_io: Literal["direct", "buffered"] = "direct"
     tail_s: float = Field(default=8, gt=0, le=3600)
     max_s: float = Field(default=300, gt=0, le=86_400)  # no run lasts longer, whatever the policy
 
@@ -33,12 +37,15 @@ class GuardQuick(Strict):
     time_scale: float = Field(default=0.4, gt=0, le=1)  # burst_at_s, burst_volume_s and tail_s × this
 
 
-Setting = Literal["p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb"]
-# the settings each policy reads: a sweep over one it does not read runs it once, at the study's settings
+Setting = Literal["capacity", "p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb", "latency_ms"]
+# the settings each policy reads: a sweep over one it does not read runs it once, at the study's settings.
+# `capacity` is the study's (the capacity the guard is told, × the calibration), the others the guard's own
 READS: dict[str, tuple[str, ...]] = {
-    "none": (), "bfq": (), "iocost": (), "static": ("floor",), "aridac": ("p", "window", "period_ms", "floor"),
-    "contend": ("p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb"),
-    "hybrid": ("p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb")}
+    "none": (), "bfq": (), "iocost": (), "iolatency": ("latency_ms",), "static": ("capacity", "floor"),
+    "aridac": ("capacity", "p", "window", "period_ms", "floor"),
+    "contend": ("capacity", "p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb"),
+    "hybrid": ("capacity", "p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb")}
+MAX_CAPACITY = 10  # × the calibration: the guard told of a disk ten times faster caps nothing
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,9 @@ class GuardStudy(StudyKind):
     workloads: Annotated[list[Workload], Field(min_length=1), no_repeats("workload", by_name=True)]
     repetitions: int = Field(default=1, gt=0, le=1000)
     guard: GuardSettings = GuardSettings()
+    # the capacity the guard is told, × the calibrated disk bandwidth (the workloads' rates stay fractions of
+    # the calibration): static caps at capacity / n, contend's estimate starts from it and never climbs past it
+    capacity: float = Field(default=1.0, gt=0, le=MAX_CAPACITY)
     # the tuning sweep: each policy that reads a setting runs once per value (per combination of the swept
     # settings it reads), each run between two under none as any other; the report draws the frontier
     sweep: dict[Setting, Annotated[list[float], Field(min_length=1, max_length=20), no_repeats("value")]] = {}
@@ -75,6 +85,10 @@ class GuardStudy(StudyKind):
         base = info.data.get("guard", GuardSettings()).model_dump()
         for k, values in v.items():
             for i, x in enumerate(values):
+                if k == "capacity":
+                    if not 0 < x <= MAX_CAPACITY:
+                        raise ValueError(f"{k}[{i}]: must be > 0 and <= {MAX_CAPACITY} (× the calibration)")
+                    continue
                 try:
                     GuardSettings.model_validate({**base, k: x})
                 except ValidationError as e:
@@ -87,8 +101,10 @@ class GuardStudy(StudyKind):
         for policy in self.policies:
             keys = [k for k in self.sweep if k in READS[policy]]
             for values in product(*(self.sweep[k] for k in keys)):
-                settings = GuardSettings.model_validate({**self.guard.model_dump(), **dict(zip(keys, values))})
-                swept = {k: getattr(settings, k) for k in keys}
+                point = dict(zip(keys, values))
+                settings = GuardSettings.model_validate(
+                    {**self.guard.model_dump(), **{k: x for k, x in point.items() if k != "capacity"}})
+                swept = {k: float(x) if k == "capacity" else getattr(settings, k) for k, x in point.items()}
                 label = policy + ("@" + ",".join(f"{k}={x:g}" for k, x in swept.items()) if swept else "")
                 out.append(Variant(label, policy, swept))
         return out

@@ -2,7 +2,10 @@
 committed to the store as it ends, then the protection report. Ctrl-C stops after cleaning up."""
 from __future__ import annotations
 
+from ...cgroups import detect
 from ...doctor import ensure_capacity
+from ...guard.daemon import iolatency_missing
+from ...spec import SpecError
 from ...store import Store
 from ...study import Study, facts_of_trial
 from .cell import ProtectionCell
@@ -11,6 +14,7 @@ from .spec import GuardStudy
 from .trial import run_id, run_protection_trial
 
 SETUP_S = 6.0  # containers up, files laid out, containers down
+V2_ONLY = ("iocost", "iolatency")  # policies whose mechanism only cgroup v2 has
 
 
 def run_seconds(w, capacity_share_left: float = 0.7) -> float:
@@ -39,6 +43,25 @@ class ProtectionStudy(Study, kind="guard", model=GuardStudy, cell=ProtectionCell
 
     def ident(self, run: tuple) -> str:
         return run_id(run[0].name, run[1], run[2], run[3])
+
+    def preflight(self) -> None:
+        """What this host cannot do is refused before anything runs, not failed run by run: a policy whose
+        mechanism it lacks; a buffered neighbour on v1, whose writeback the kernel charges to no cgroup, so the
+        host view would not see the neighbour's writes at all (`contend guard` says escape there)."""
+        host = detect()
+        mode = host.mode
+        if "iolatency" in self.spec.policies and mode == "v2" and iolatency_missing(host):
+            raise SpecError(f"policies[{self.spec.policies.index('iolatency')}]: {iolatency_missing(host)}")
+        if mode == "v2":
+            return
+        for i, p in enumerate(self.spec.policies):
+            if p in V2_ONLY:
+                raise SpecError(f"policies[{i}]: {p} needs a cgroup v2 host (this host: {mode}); the v2 guest "
+                                f"runs it (docs/guard.md)")
+        for i, w in enumerate(self.spec.workloads):
+            if w.neighbour_io == "buffered":
+                raise SpecError(f"workloads[{i}].neighbour_io: buffered needs a cgroup v2 host (this host: {mode}:"
+                                f" its writeback is charged to no cgroup, so no figure would see it)")
 
     def runtime_of(self, run: tuple) -> str:
         return self.spec.runtime

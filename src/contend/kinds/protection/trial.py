@@ -28,16 +28,18 @@ from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, reset_host, stop
 from ...tools import failure
 from .cell import ProtectionCell
-from .spec import GuardStudy, Workload
+from .spec import GuardStudy, Variant, Workload
 
 TENANTS = ("victim", "neighbour")
 SIZE = "1G"  # each tenant's file; fio wraps around it
 
 
-def fio_common(tenant: str, block: str, iodepth: int) -> list[str]:
-    """Options every job of a tenant shares (before the first --name: fio's global section)."""
-    return [f"--filename=/data/{tenant}.dat", f"--size={SIZE}", "--direct=1", "--ioengine=libaio", "--rw=write",
-            f"--bs={block}", f"--iodepth={iodepth}"]
+def fio_common(tenant: str, block: str, iodepth: int, io: str = "direct") -> list[str]:
+    """Options every job of a tenant shares (before the first --name: fio's global section). Buffered: into
+    the page cache with plain writes (an iodepth means nothing there), each job ending with an fsync."""
+    how = (["--direct=1", "--ioengine=libaio", f"--iodepth={iodepth}"] if io == "direct"
+           else ["--direct=0", "--ioengine=psync", "--end_fsync=1"])
+    return [f"--filename=/data/{tenant}.dat", f"--size={SIZE}", *how, "--rw=write", f"--bs={block}"]
 
 
 def victim_argv(rate: float, max_s: float) -> list[str]:
@@ -53,7 +55,8 @@ def neighbour_argv(w: Workload, capacity: float) -> list[str]:
     burst × its rate (more than the disk gives), forked at the start and held back by startdelay, so it
     starts on time; for workload 2, steady again once the burst is done (wait_for)."""
     rate = max(1, int(w.neighbour * capacity))
-    argv = ["fio", "--output-format=json", "--output=/data/neighbour.json", *fio_common("neighbour", "1M", 32),
+    argv = ["fio", "--output-format=json", "--output=/data/neighbour.json",
+            *fio_common("neighbour", "1M", 32, w.neighbour_io),
             "--name=steady", f"--rate={rate}", "--time_based", f"--runtime={int(w.burst_at_s * 1000)}ms",
             "--name=burst", f"--startdelay={int(w.burst_at_s * 1000)}ms", f"--rate={int(rate * w.burst)}",
             f"--io_size={int(w.burst_volume_s * capacity)}"]
@@ -146,6 +149,14 @@ class GuardUnderTest:
                 self.guard.log_stream.close()
 
 
+def guard_settings(study: GuardStudy, v: Variant, calibrated: float) -> tuple[dict, float]:
+    """The guard's settings for a variant (the study's `guard:` with its swept points on top) and the disk
+    capacity it is told: the calibration × the study's `capacity:`, or × the point swept."""
+    swept = dict(v.settings)
+    scale = swept.pop("capacity", study.capacity)
+    return {**study.guard.model_dump(), **swept}, calibrated * scale
+
+
 def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, capacity: dict, facts: dict,
                          log: Path, host: CgroupHost | None = None, after: str = "") -> TrialResult:
     """One run; the guard's JSON-lines log goes to `log`. `after`: the policy whose run a `none` reference
@@ -153,7 +164,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
     host = host or detect()
     C = float(capacity["disk_write_bw_bytes_s"])
     v = study.variant(policy)  # `policy` is a label: the policy, at a point of the sweep if there is one
-    settings = {**study.guard.model_dump(), **v.settings}
+    settings, told = guard_settings(study, v, C)
     result = TrialResult(TrialRecord(
         trial_id=run_id(w.name, policy, rep, after), runtime=study.runtime, repetition=rep,
         cell=ProtectionCell(w.name, policy, {**w.model_dump(), "policy": v.policy, "swept": v.settings,
@@ -167,12 +178,16 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
                 t.run(name, layout(f"/data/{name}.dat", SIZE), timeout=300, what="fio layout")
             t.start_sampling(restart_clock=True)
             rel = {t.c[name].cgroup.relpath: name for name in TENANTS}
-            cfg = GuardConfig(policy=v.policy, targets=[{"target": f"cgroup:{r}"} for r in rel], metrics="off",
-                              **settings)
-            with GuardUnderTest(cfg, {capacity["disk_device"]: C}, host, log, t.clock0) as g:
+            # io.latency protects by role, read from the weights: the victim weighs 2 under it (the others read
+            # the study's equal weights)
+            cfg = GuardConfig(policy=v.policy, metrics="off", **settings, targets=[
+                {"target": f"cgroup:{r}", "weight": 2 if v.policy == "iolatency" and n == "victim" else 1}
+                for r, n in rel.items()])
+            with GuardUnderTest(cfg, {capacity["disk_device"]: told}, host, log, t.clock0) as g:
                 # the settings in force (a policy's own period, P, backoff and climb where the study left them)
-                own = {k: getattr(g.guard.policy, k, None) for k in ("p", "backoff", "climb")}
-                rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms, **own}
+                own = {k: getattr(g.guard.policy, k, None) for k in ("p", "backoff", "climb", "latency_ms")}
+                rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms, **own,
+                                            "capacity_told_bytes_s": told}
                 g.guard.scan(strict=True)
                 starts = _write(t, w, C, g, result)
                 t_end = t.now()
