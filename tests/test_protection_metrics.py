@@ -45,6 +45,23 @@ def test_victim_halved_for_the_first_three_seconds():
     assert m["work_conservation"] == pytest.approx(600 / (1000 - (3 * 100 + 17 * 200) / 20), abs=0.005)
 
 
+def test_isolation_is_per_second_of_the_burst_as_resctl_counts_it():
+    """DESIGN §3: isol per second. A victim squeezed to nothing for one 100 ms bucket a second, and making up for
+    it in the next bucket, did its work every second: isol 1 (the 100 ms buckets' p05 would read 0). One that
+    lost one bucket a second and never made up for it kept 0.9 of its work in each: p05 0.9, mean 0.9. The
+    reaction is still timed on the 100 ms buckets, which stay above 0.95 for a second only after the last dip."""
+    k = np.round((T - START) * 10 - 0.5).astype(int) % 10  # the bucket's place in its second of the burst
+    made_up = np.where(k == 3, 0.0, np.where(k == 4, 400.0, 200.0))
+    m = protection_metrics(T, *run(made_up, 600.0), START, END, delivered=1000.0)
+    assert m["isol_p05"] == pytest.approx(1) and m["isol_mean"] == pytest.approx(1)
+    assert m["reaction_s"] > 18  # the buckets' dips are still seen: one each second, to the burst's last one
+    lost = np.where(k == 3, 0.0, 200.0)
+    m = protection_metrics(T, *run(lost, 600.0), START, END, delivered=1000.0)
+    assert m["isol_p05"] == pytest.approx(0.9) and m["isol_mean"] == pytest.approx(0.9)
+    g = guest_metrics(T, run(lost, 0.0)[0], T, np.ones_like(T), START, END)
+    assert g["isol_p05"] == pytest.approx(0.9) and g["isol_mean"] == pytest.approx(0.9)
+
+
 def test_never_protected_is_nan_reaction():
     v, n = run(20.0, 980.0)
     m = protection_metrics(T, v, n, START, END, delivered=1000.0)

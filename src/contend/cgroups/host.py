@@ -1,6 +1,10 @@
 """The host's cgroup layout (v1, hybrid or v2), detected once from /proc/mounts."""
 from __future__ import annotations
 
+import gzip
+import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,3 +69,17 @@ def detect(mounts: str | None = None) -> CgroupHost:
     else:
         mode = "none"
     return CgroupHost(mode=mode, v1=v1, unified=unified)
+
+
+def kernel_option(name: str, configs: Sequence[str | Path] | None = None) -> tuple[bool | None, str]:
+    """Whether the running kernel was built with CONFIG_<name> (=y or =m), and the config that says so: the first
+    readable of /proc/config.gz and /boot/config-<release>. (None, ""): no config to read, so cannot tell (a
+    cgroup's files may still: see guard.daemon.iolatency_missing)."""
+    for path in configs or ("/proc/config.gz", f"/boot/config-{os.uname().release}"):
+        try:
+            raw = Path(path).read_bytes()
+            text = (gzip.decompress(raw) if str(path).endswith(".gz") else raw).decode(errors="replace")
+        except (OSError, EOFError, gzip.BadGzipFile):
+            continue
+        return re.search(rf"^CONFIG_{re.escape(name)}=[ym]$", text, re.M) is not None, str(path)
+    return None, ""

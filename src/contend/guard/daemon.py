@@ -15,12 +15,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
-from ..cgroups import CgroupHost, detect
+from ..cgroups import PREFIX, CgroupHost, V2Cgroup, detect
+from ..cgroups.host import kernel_option
 from ..hooks import Hooks
 from ..runtimes import signals_deferred
 from .collector import Collector, Escape, escaping, queued_use
@@ -95,17 +97,37 @@ HOOK_TIMEOUT_S = 30.0  # and is killed (its whole process group) after this long
 
 
 def iolatency_missing(host: CgroupHost) -> str:
-    """Why this host cannot take io.latency targets ("" if it can, or cannot tell yet): it needs cgroup v2 and a
-    kernel built with it (CONFIG_BLK_CGROUP_IOLATENCY: Debian's kernels and this VM's are not). A cgroup under
-    the root with the io controller on (io.max) shows io.latency beside it where the kernel has it."""
+    """Why this host cannot take io.latency targets ("" if it can, or cannot tell): it needs cgroup v2 and a
+    kernel built with it (CONFIG_BLK_CGROUP_IOLATENCY: Debian's kernels and this VM's are not). The kernel's own
+    config says so where it can be read; else a cgroup under the root with the io controller on shows io.latency
+    beside io.max where the kernel has it, and where none is there yet (a fresh host), a cgroup of contend's
+    own, made and removed here, does."""
     if host.mode != "v2" or host.unified is None:
         return f"io.latency needs a cgroup v2 host (this host: {host.mode}); bfq weights work on v1"
+    built, config = kernel_option("BLK_CGROUP_IOLATENCY")
+    if built is not None:
+        return "" if built else _no_iolatency(config)
+
+    def shown(d: Path) -> str | None:
+        return None if not (d / "io.max").exists() else (
+            "" if (d / "io.latency").exists() else _no_iolatency(f"{d} has io.max but no io.latency"))
+
     for d in sorted(p for p in host.unified.iterdir() if p.is_dir()):
-        if (d / "io.max").exists():
-            return "" if (d / "io.latency").exists() else (
-                f"io.latency: this kernel ({os.uname().release}) has none (built without "
-                f"CONFIG_BLK_CGROUP_IOLATENCY: {d} has io.max but no io.latency)")
-    return ""
+        if (said := shown(d)) is not None:
+            return said
+    probe = V2Cgroup(f"{PREFIX}/probe-iolatency-{os.getpid()}", host.unified)
+    try:
+        probe.create()
+        return shown(probe.dir) or ""
+    except OSError:
+        return ""  # not root (a dry run's check): the guard's own start says it
+    finally:
+        probe.remove()
+
+
+def _no_iolatency(evidence: str) -> str:
+    return (f"io.latency: this kernel ({os.uname().release}) has none (built without CONFIG_BLK_CGROUP_IOLATENCY: "
+            f"{evidence})")
 
 
 class Guard:

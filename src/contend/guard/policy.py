@@ -237,6 +237,9 @@ class ContendPolicy(Policy):
             # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
             # this moment: one step, where a fixed factor needs several from a stale calibration), then
             # three periods for the victim to recover; that level is the one to approach slowly again
+            # (the mean of both periods, though at a burst's start the first predates it and the mean reads the
+            # disk low: reading the saturated one instead gave the neighbour 0.05 more of the spare and delayed
+            # the victim's recovery from ~0.95 s to 1.0-4.9 s, interleaved A/B, docs/results.md 2026-11-27)
             delivered = sum(_mean_tail(t.usage, 2) for t in inp.targets)
             bad = min(est, delivered)
             est = max(self.lowest * cap_max, self.backoff * bad)

@@ -4,9 +4,11 @@ resctl-bench's protection benchmark judges by the victim's isolation (its work d
 over its work before, p05 and mean) and latency impact; Aridac by whether the victim kept its lifeline and
 how long the burst took. Here, for one run of a workload under one policy:
 
-- isol: per bucket of the burst, victim throughput / the rate it asks for (else its throughput before the
-  burst), at most 1;
-  `isol_mean` and `isol_p05` (the 5th percentile: the worst moments).
+- isol: per whole second of the burst (counted from its start), the victim's mean throughput in it / the rate
+  it asks for (else its throughput before the burst), at most 1 (DESIGN §3, resctl-bench's: a 100 ms squeeze
+  the victim made up for within its second costs nothing; one it did not costs its share of the second);
+  `isol_mean` and `isol_p05` (the 5th percentile: the worst seconds). Studies before 2026-11-27 took them on
+  100 ms buckets (docs/results.md says which).
 - lat_imp: the victim's mean latency during the burst / before it, - 1 (0: no impact).
 - lat_p99_imp: the same for the 99th percentile of every I/O's latency (the tail a user sees).
 - neighbour_mb_s: the neighbour's mean throughput during the burst, MB/s: the work a policy let it do
@@ -19,8 +21,9 @@ how long the burst took. Here, for one run of a workload under one policy:
   it scores 1 by construction. Above 1 before the bound means the disk delivered more in this run than in its
   references (`delivery_mb_s` shows both).
 - delivery_mb_s: what the disk delivered to both tenants during the burst, MB/s.
-- reaction_s: from the burst's start until the victim's isol (smoothed over `smooth` buckets) is at least
-  `level` and stays there for `hold_s` (or to the burst's end); 0 if it never dropped; nan if never.
+- reaction_s: from the burst's start until the victim's isol per 100 ms bucket (smoothed over `smooth`
+  buckets) is at least `level` and stays there for `hold_s` (or to the burst's end); 0 if it never dropped;
+  nan if never.
 - reclaim_s: from the burst's end until the neighbour's cap is back within 1.5 × its cap before the burst
   (nan: no caps, nothing to reclaim).
 - burst_completion_s: how long the burst's fixed amount of I/O took.
@@ -31,7 +34,7 @@ import math
 
 import numpy as np
 
-from ...metrics.isolation import isol_series, isolation_percentiles
+from ...metrics.isolation import isol_series, isolation_percentiles, per_second
 
 
 def _window(t: np.ndarray, v: np.ndarray, t0: float, t1: float) -> np.ndarray:
@@ -49,6 +52,14 @@ def isolation(t, victim, burst_start, burst_end, warmup_s=2.0, reference: float 
     rate-limited load), else what it did before the burst."""
     base = reference if reference else baseline(t, victim, burst_start, warmup_s)
     return isol_series(_window(t, victim, burst_start, burst_end), base)
+
+
+def isolation_per_second(t, victim, burst_start, burst_end, warmup_s=2.0, reference: float | None = None) -> np.ndarray:
+    """Per whole second of the burst (from its start), isol of the victim's mean throughput in it (the figures'
+    isol; `isolation` per bucket times the reaction)."""
+    base = reference if reference else baseline(t, victim, burst_start, warmup_s)
+    w = (t >= burst_start) & (t < burst_end)
+    return isol_series(per_second(t[w] - burst_start, victim[w]), base)
 
 
 def isol_stats(isol: np.ndarray) -> dict[str, float]:
@@ -110,7 +121,7 @@ def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray,
     burst = _window(t, neighbour, burst_start, burst_end)
     got = _window(t, victim, burst_start, burst_end)
     return {
-        **isol_stats(isol),
+        **isol_stats(isolation_per_second(t, victim, burst_start, burst_end, warmup_s, reference)),
         "work_conservation": (work_conservation(float(np.mean(burst)), float(np.mean(got)), delivered)
                               if len(burst) else math.nan),
         "neighbour_mb_s": float(np.mean(burst)) / 1e6 if len(burst) else math.nan,
@@ -142,7 +153,7 @@ def guest_metrics(t: np.ndarray, victim: np.ndarray, lat_t: np.ndarray, lat: np.
                   io_t: np.ndarray | None = None, io_lat: np.ndarray | None = None) -> dict[str, float]:
     """The guest view: the victim's own throughput and latency as its load generator logged them (lat: mean
     per bucket; io_lat: every I/O's latency, for the tail)."""
-    isol = isolation(t, victim, burst_start, burst_end, warmup_s, reference)
+    isol = isolation_per_second(t, victim, burst_start, burst_end, warmup_s, reference)
     out = {**isol_stats(isol), "lat_imp": impact(lat_t, lat, burst_start, burst_end, warmup_s)}
     if io_t is not None and io_lat is not None and len(io_t):
         out["lat_p99_imp"] = impact(io_t, io_lat, burst_start, burst_end, warmup_s, p99)
