@@ -8,8 +8,11 @@
 #
 # The guest's console goes to stdout; SCRIPT's exit code becomes this script's. A guest that does not finish
 # within $GUEST_TIMEOUT seconds is killed (exit 124) with its console log already printed. A soft lockup of the
-# guest's kernel (seen now and then under TCG as Debian's runc 1.1.5 starts a container: docs/runtimes.md) panics
-# it at once with every CPU's backtrace on the console, and this script exits 1, not at the timeout.
+# guest's kernel (seen now and then under TCG as Debian's runc 1.1.5 starts a container: docs/runtimes.md), an RCU
+# stall (a vCPU starved: qemu's TCG runs the guest's CPUs as host threads) or a task hung in the kernel for
+# $GUEST_HUNG s panics it at once with the backtraces on the console, and this script exits 1, not at the
+# timeout. The guest prints a heartbeat every $GUEST_BEAT s; a console silent for $GUEST_SILENCE s (a guest
+# that stopped without a panic) ends the boot too, with a line saying so (exit 3).
 set -euo pipefail
 # GUEST_KERNEL: which of Debian's kernels the guest boots: 6.1 (bookworm's, the default), 6.12 (bookworm's
 # updates) or 5.10 (bullseye's, Debian 11: older than Ubuntu 22.04's 5.15, whose packages are not reachable
@@ -26,13 +29,16 @@ case "$GUEST_KERNEL" in
 esac
 GUEST_DIR=${GUEST_DIR:-$default_dir}
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-600}
+GUEST_BEAT=${GUEST_BEAT:-15}
+GUEST_SILENCE=${GUEST_SILENCE:-90}
+GUEST_HUNG=${GUEST_HUNG:-240}  # a writer held by a low io.max can wait long in D state: not a stall
 KPKG=${KPKG:-}
 MODULES=(virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk netfs fscache
          crc16 mbcache jbd2 crc32c_generic ext4
          9pnet 9pnet_virtio 9p
          llc stp bridge veth sch_tbf  # network trials: a bridge, veth pairs, a tbf bottleneck
          bfq)  # the guard's BFQ weights
-BUILD=6  # bump when the initramfs or the disk changes: cached guests are rebuilt
+BUILD=7  # bump when the initramfs or the disk changes: cached guests are rebuilt
 
 die() { echo "cgroup2-guest: $*" >&2; exit 2; }
 
@@ -100,7 +106,11 @@ mount -t cgroup2 cgroup2 /root/sys/fs/cgroup
 mount -t tracefs tracefs /root/sys/kernel/tracing 2>/dev/null
 echo "guest: cgroup2 controllers: $(cat /root/sys/fs/cgroup/cgroup.controllers)"
 # switch_root, not chroot: runtimes pivot_root into their containers, which cannot start from an initramfs
-exec switch_root /root /bin/busybox sh -c '/bin/sh "$0"; echo "guest: exit=$?"; /bin/busybox poweroff -f' "$script"
+# a heartbeat on the console: the host ends a boot whose console stays silent (cgroup2-guest.sh run)
+beat=$(sed -n 's/.*contend_beat=\([0-9]*\).*/\1/p' /proc/cmdline)
+exec switch_root /root /bin/busybox sh -c '
+  ( while /bin/busybox sleep "$1"; do read up _ < /proc/uptime; echo "guest: alive ${up%.*} s"; done ) &
+  /bin/sh "$0"; echo "guest: exit=$?"; /bin/busybox poweroff -f' "$script" "${beat:-15}"
 INIT
   chmod +x initrd/init
   (cd initrd && find . | cpio -o -H newc 2>/dev/null | gzip -1) > initrd.gz
@@ -115,15 +125,38 @@ run() {
   build
   mkdir -p /var/lib/contend  # a mount point the guest needs on the shared root
   local log; log=$(mktemp)
+  echo "cgroup2-guest: a stall, lockup or hung task panics the guest; a console silent for ${GUEST_SILENCE} s" \
+       "ends the boot (heartbeat every ${GUEST_BEAT} s); ${GUEST_TIMEOUT} s in all"
+  # the kernel's own stall handling, made a panic (panic=-1 with -no-reboot: qemu exits at once)
+  local stalls="panic=-1 softlockup_panic=1 softlockup_all_cpu_backtrace=1 sysctl.kernel.panic_on_rcu_stall=1"
+  stalls+=" rcupdate.rcu_cpu_stall_timeout=20 hung_task_panic=1 sysctl.kernel.hung_task_timeout_secs=$GUEST_HUNG"
   set +e
-  timeout --foreground -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
+  timeout -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
     -kernel "$GUEST_DIR/vmlinuz" -initrd "$GUEST_DIR/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 softlockup_panic=1 softlockup_all_cpu_backtrace=1 rdinit=/init contend_script=$script contend_built=${GUEST_BUILT:-0}" \
+    -append "console=ttyS0 quiet $stalls rdinit=/init contend_script=$script contend_built=${GUEST_BUILT:-0} contend_beat=$GUEST_BEAT" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     -drive file="$GUEST_DIR/disk.img",format=raw,if=virtio \
-    -display none -serial stdio -no-reboot -nic none 2>&1 | tee "$log"
-  local rc=${PIPESTATUS[0]}
+    -display none -serial stdio -no-reboot -nic none </dev/null >"$log" 2>&1 &
+  local qpid=$!
+  tail -n +1 -s 1 -f --pid=$qpid "$log" &  # the console as it comes
+  local tpid=$! silent=0 age
+  while kill -0 "$qpid" 2>/dev/null; do
+    sleep 2
+    age=$(( $(date +%s) - $(stat -c %Y "$log") ))
+    if [ "$age" -ge "$GUEST_SILENCE" ]; then
+      silent=$age
+      kill -TERM "$qpid" 2>/dev/null
+      break
+    fi
+  done
+  wait "$qpid"
+  local rc=$?
+  wait "$tpid" 2>/dev/null
   set -e
+  if [ "$silent" != 0 ]; then
+    echo "cgroup2-guest: stalled: the guest's console was silent for ${silent} s (bound ${GUEST_SILENCE} s): boot ended"
+    rm -f "$log"; exit 3
+  fi
   [ "$rc" = 124 ] && { echo "cgroup2-guest: timed out after ${GUEST_TIMEOUT}s" >&2; rm -f "$log"; exit 124; }
   local code; code=$(sed -n 's/^guest: exit=\([0-9]*\).*/\1/p' "$log" | tail -1 | tr -d '\r')
   rm -f "$log"

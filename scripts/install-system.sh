@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # System packages contend drives (idempotent): runtimes, eBPF, load generators.
+#   scripts/install-system.sh demo   what `make demo` runs (presets/quick.yaml: CPU on runc and runsc)
+#   scripts/install-system.sh        everything the test suite and every preset use
 set -euo pipefail
-PKGS=(runc crun runsc lxc bpftrace stress-ng fio iperf3 sysbench iproute2 util-linux procps e2fsprogs
+DEMO=(runc runsc bpftrace stress-ng iproute2 util-linux procps
+      gcc libc6-dev                         # the load agent is built static from its C source
+      golang-github-containers-common)      # /usr/share/containers/seccomp.json: the containers' seccomp profile
+PKGS=("${DEMO[@]}")
+if [ "${1:-all}" != demo ]; then
+  PKGS+=(crun lxc fio iperf3 sysbench e2fsprogs
       qemu-system-x86 busybox-static cpio   # the cgroup v2 guest of the test suite
-      gcc libc6-dev bc                      # the parallel suite builds its C benchmarks; bc checks pi's digits
+      bc                                    # the parallel suite checks pi's digits
       postgresql mariadb-server mariadb-client   # the database victim (started by contend inside a tenant)
       chromium                              # the report's browser test (headless)
       mmdebstrap                            # make check-image: the base image, from Debian's mirror
-      golang-github-containers-common       # /usr/share/containers/seccomp.json: the containers' seccomp profile
       libseccomp-dev pkg-config)            # runc@1.5.2 and youki, built from their releases (contend.runtimes.builds)
-# a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
-# the tests start it for their session only when it is not running
-command -v dockerd >/dev/null 2>&1 || PKGS+=(docker.io)
+  # a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
+  # the tests start it for their session only when it is not running
+  command -v dockerd >/dev/null 2>&1 || PKGS+=(docker.io)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,8 +1,20 @@
-"""Tests run real containers as root; a test that needs what the host lacks skips with the reason."""
+"""Tests run real containers as root; a test that needs what the host lacks skips with the reason.
+
+Each test is in exactly one tier, derived here from what it asks for (never by hand):
+- `unit` (make test-unit): asks for nothing of the host; runs without root, apt or runtimes.
+- `host` (make test, with the unit tier): asks for the `root` fixture (directly, through `needs_root`, a
+  module's `pytestmark`, or a fixture that asks for it) or is marked `root`: real containers, cgroups, probes,
+  the tools make setup installs.
+- `all` (make test-all): a whole study's long tail or a matrix's (markers `slow`, `faults`, `exhaustive`),
+  the cgroup v2 guest's boots (fixture `guest`) and what only runs inside it (marker `cgroup2`).
+A test that reaches for a runtime or a host tool (`runtime_or_skip`, `require`) without asking for `root` fails,
+saying so: its tier would be wrong.
+"""
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,12 +27,64 @@ from contend.runtimes.engine import docker_session
 
 CONTEND = [sys.executable, "-m", "contend.cli"]
 IS_ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (real containers, cgroups, eBPF)")
+LONG_MARKS = {"slow", "faults", "exhaustive", "cgroup2"}  # the tier `all`, with the guest's boots
+TIERS = ("unit", "host", "all")
+
+
+@pytest.fixture(scope="session")
+def root():
+    """The host itself: real containers, cgroups, eBPF, the tools make setup installs (tier `host`)."""
+    if not IS_ROOT:
+        pytest.skip("needs root (real containers, cgroups, eBPF)")
+
+
+@pytest.fixture
+def guest(root):
+    """A boot of the cgroup v2 guest (tier `all`): minutes under qemu's TCG."""
+
+
+needs_root = pytest.mark.usefixtures("root")
+
+
+def tier(item: pytest.Item) -> str:
+    """The one tier a test belongs to, from its markers and the fixtures it asks for (transitively)."""
+    names = set(getattr(item, "fixturenames", ()))
+    if "guest" in names or {m.name for m in item.iter_markers()} & LONG_MARKS:
+        return "all"
+    return "host" if "root" in names or item.get_closest_marker("root") else "unit"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.add_marker(tier(item))
+
+
+def pytest_configure(config):
+    # a suite started in the background (a shell's `&`, nohup, CI without a terminal) may inherit SIGINT
+    # ignored, and every child would inherit that too, so a test's Ctrl-C would never reach the contend it
+    # starts: the runner takes Python's default handler, and its children (exec resets a handler) the default
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_RUNNING: list[pytest.Item] = []
+
+
+def pytest_runtest_setup(item):
+    _RUNNING[:] = [item]
+
+
+def _asks_for_root(what: str) -> None:
+    """A test reaching for the host must be in the host tier (or `all`): fail one that is not."""
+    if _RUNNING and tier(_RUNNING[0]) == "unit":
+        pytest.fail(f"{_RUNNING[0].nodeid} uses {what} but does not ask for the root fixture (needs_root): "
+                    "it would run in the unit tier, without root", pytrace=False)
 ALL_RUNTIMES = ("runc", "crun", "runsc", "lxc", "docker", "runc@1.5.2", "runsc@20260905",
                 "youki@0.7.0")
 
 
 def runtime_or_skip(name: str) -> runtimes.Runtime:
+    _asks_for_root(f"the runtime {name}")
     if not IS_ROOT:
         pytest.skip("needs root")
     rt = runtimes.get(name)
@@ -36,7 +100,7 @@ def runtime_or_skip(name: str) -> runtimes.Runtime:
 
 
 @pytest.fixture(scope="session")
-def docker_engine():
+def docker_engine(root):
     """A docker engine for the session: the host's if it runs, else Debian's dockerd started here and
     stopped afterwards (None: the docker tests skip, saying the engine is not running)."""
     with docker_session() as engine:
@@ -60,6 +124,7 @@ def run_that_made(code: str, then: str = "die", prefix: tuple[str, ...] = ()) ->
 
 
 def require(binary: str) -> None:
+    _asks_for_root(f"the host's {binary}")
     if shutil.which(binary) is None:
         pytest.skip(f"{binary} not installed on this host")
 

@@ -58,6 +58,7 @@ def test_run_writes_the_results_directory_and_report_rebuilds_it(tmp_path):
 
 
 @needs_root
+@pytest.mark.slow  # a whole study per runtime to check one property of it
 @pytest.mark.parametrize("runtime", ["runc", "runsc"])
 def test_the_abiding_load_never_idles_in_a_real_trial(tmp_path, runtime):
     """One load agent per tenant for the whole trial: the abiding tenant's CPU never reads 0 between the
@@ -86,6 +87,7 @@ def test_the_abiding_load_never_idles_in_a_real_trial(tmp_path, runtime):
 
 
 @needs_root
+@pytest.mark.slow  # a whole study to see one flag
 def test_cpu_taken_by_a_process_outside_the_tenants_is_flagged(tmp_path):
     """A process on the host, outside both tenants, spins a CPU from the end of the baseline on: the abiding
     tenant loses CPU as if to a neighbour. The host's CPUs are sampled beside the tenants' (busy and stolen),
@@ -115,6 +117,7 @@ def test_cpu_taken_by_a_process_outside_the_tenants_is_flagged(tmp_path):
     assert "what ran outside the two tenants" in text and "more in some step" in text
 
 
+@pytest.mark.slow  # the whole matrix of resources; make test runs one study of CPU
 def test_every_resource_end_to_end_with_table_4(tmp_path):
     """The scenario engine's matrix in small: runc × escape × the four resources, plus memory overcommit
     (not run, as in the paper) and kata (not installed here): Table 4 with n/a reasons, every view."""
@@ -150,6 +153,7 @@ def test_every_resource_end_to_end_with_table_4(tmp_path):
     assert find() == []
 
 
+@pytest.mark.slow
 def test_start_engines_runs_a_docker_study_and_stops_the_engine_after(tmp_path):
     """Without an engine, docker's cells say how to start one; `--start-engines` starts dockerd for the study
     and stops it when the study ends. (Before the session's docker_engine fixture starts one.)"""
@@ -168,6 +172,7 @@ def test_start_engines_runs_a_docker_study_and_stops_the_engine_after(tmp_path):
     assert find() == []
 
 
+@pytest.mark.slow
 def test_run_on_a_docker_engine(tmp_path, docker_engine):
     require("stress-ng")
     runtime_or_skip("docker")
@@ -202,8 +207,9 @@ def wait_for_trial(proc: subprocess.Popen, timeout=60) -> None:
     raise AssertionError("no container appeared")
 
 
-@pytest.mark.parametrize("sig,runtime", [(signal.SIGINT, "runc"), (signal.SIGTERM, "runsc"),
-                                         (signal.SIGINT, "lxc")])
+@pytest.mark.parametrize("sig,runtime", [(signal.SIGINT, "runc"),
+                                         pytest.param(signal.SIGTERM, "runsc", marks=pytest.mark.slow),
+                                         pytest.param(signal.SIGINT, "lxc", marks=pytest.mark.slow)])
 def test_interrupt_mid_trial_leaves_nothing_behind(tmp_path, sig, runtime):
     require("stress-ng")
     runtime_or_skip(runtime)
@@ -255,6 +261,7 @@ def test_doctor_json_reports_this_host():
     assert find() == []
 
 
+@pytest.mark.slow  # 25 s of fio and stress-ng; every study calibrates what it lacks the same way
 def test_doctor_calibrate_measures_and_saves(tmp_path):
     require("stress-ng")
     require("fio")

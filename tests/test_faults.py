@@ -25,7 +25,7 @@ from contend.store import Store
 
 from .conftest import CONTEND, contend, needs_root, one_line_exit_2, planned_trials, require, runtime_or_skip, tiny_spec
 
-pytestmark = [needs_root]
+pytestmark = [needs_root, pytest.mark.slow]  # studies interrupted and resumed: make test-all
 PLANNED = {"runc.harmony.cpu.r1", "runc.escape.cpu.r1"}
 # two trials of a baseline and two ramp steps each: 3 steps per trial, 6 in the study
 tiny = partial(tiny_spec, scenarios=("harmony", "escape"), baseline=1, steps=2, step_s=1)

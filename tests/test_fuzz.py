@@ -1,5 +1,6 @@
 """Fuzzed specs: every generated document either validates or is an exit-2 error of one line; never a
-traceback, never a started study. 2,000 documents here (hypothesis), more with `python fuzz/specs.py`.
+traceback, never a started study. 300 documents in the unit tier, 2,000 in make test-all (hypothesis), more
+with `python fuzz/specs.py`.
 
 Each document goes through the command line as a user's would (`contend run SPEC --dry-run`, in process): the
 spec's loading, the quick pass and repetitions where asked, and the host's preflight are all run; nothing is
@@ -8,15 +9,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fuzz.specs import check_document, documents
 from hypothesis import HealthCheck, given, settings
 
 PRESETS = Path(__file__).parent.parent / "presets"
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+
+@settings(FUZZ, max_examples=300)
 @given(doc=documents())
 def test_every_generated_spec_validates_or_is_one_line_exit_2(doc, tmp_path_factory):
+    """The unit tier's pass: 300 documents (about 10 s)."""
+    check_document(doc, tmp_path_factory.mktemp("fuzz"))
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=2000)
+@given(doc=documents())
+def test_two_thousand_generated_specs_validate_or_are_one_line_exit_2(doc, tmp_path_factory):
+    """The whole pass (make test-all): 2,000 documents, about a minute."""
     check_document(doc, tmp_path_factory.mktemp("fuzz"))
 
 

@@ -19,7 +19,7 @@ from contend.cgroups import IoLimit, Limits, detect
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
 
-from .conftest import CONTEND, IS_ROOT, contend, needs_root, require
+from .conftest import CONTEND, contend, needs_root, require
 from .guardkit import kill_guard_with_caps, write_under_guard
 
 CAP = 200e6  # the guard is told the disk delivers 200 MB/s: a dd of direct writes wants far more
@@ -442,7 +442,6 @@ def test_a_cgroup_glob_names_every_match_as_they_come_and_go(cg):
             p.remove()
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="needs root")
 def test_docker_container_by_name_is_a_target(docker_engine):
     from .conftest import runtime_or_skip
     rt = runtime_or_skip("docker")
@@ -457,7 +456,6 @@ def test_docker_container_by_name_is_a_target(docker_engine):
         rt.delete(c)
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="needs root")
 def test_a_docker_container_started_after_the_guard_is_waited_for(docker_engine):
     """A guard is started before the containers it protects: it logs that it waits, then guards them."""
     from .conftest import runtime_or_skip

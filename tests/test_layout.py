@@ -199,3 +199,27 @@ def test_the_pure_pieces_type_check():
         pytest.skip("mypy is not installed in this environment (make setup installs it)")
     p = subprocess.run([str(mypy)], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stdout[-3000:]
+
+
+def tiers_of(*paths: Path) -> dict[str, list[str]]:
+    """Every test under `paths` → the tiers it is in, as pytest collects them (tests/tierlist.py)."""
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "tests.tierlist",
+                        "-p", "no:cacheprovider", *map(str, paths)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    rows = [ln.split("\t") for ln in p.stdout.splitlines() if ln.startswith("tier\t")]
+    assert rows, p.stdout[-2000:] + p.stderr[-2000:]
+    return {nodeid: tiers.split(",") if tiers else [] for _, nodeid, tiers in rows}
+
+
+def test_every_test_is_in_exactly_one_tier(tmp_path):
+    """make test-unit, make test and make test-all together run the whole suite, each test once: its tier comes
+    from what it asks for (tests/conftest.py). A test outside that rule (here: one in a folder without the
+    conftest) is found, as is one given a tier by hand beside the derived one."""
+    tiers = tiers_of(ROOT / "tests")
+    wrong = {t: v for t, v in tiers.items() if len(v) != 1 or v[0] not in ("unit", "host", "all")}
+    assert not wrong, f"tests not in exactly one tier: {sorted(wrong.items())[:20]}"
+    assert {v[0] for v in tiers.values()} == {"unit", "host", "all"}
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "test_stray.py").write_text("def test_with_no_tier():\n    pass\n")
+    assert list(tiers_of(stray).values()) == [[]]  # no tier: the check above would name it

@@ -221,6 +221,7 @@ def test_the_disk_file_is_written_once_before_the_trial(tenant):
     assert unwritten_blocks(f) == 0
 
 
+@needs_root
 def test_the_calibration_file_is_written_before_it_is_measured(tmp_path):
     """The same for the calibration's file: a random write into an unwritten extent is slower than the
     overwrites a trial does, and a random read of one returns zeros without touching the disk."""

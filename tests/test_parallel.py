@@ -29,12 +29,12 @@ from contend.kinds.parallel.benchmarks import (
 from contend.kinds.parallel.metrics import Run, jain, scaling_metrics
 from contend.spec import SpecError
 
-from .conftest import IS_ROOT, needs_root, planned_trials, require
+from .conftest import needs_root, planned_trials, require
 
 
 # ---------------------------------------------------------------- the benchmarks, on the host, real output
 @pytest.fixture(scope="module")
-def tools(tmp_path_factory):
+def tools(tmp_path_factory, root):
     require("cc")
     return build_tools(tmp_path_factory.mktemp("tools"))
 
@@ -88,6 +88,7 @@ def test_pidigits_digits_match_bc(tools):
     assert 0 < fig["seconds"] < 60
 
 
+@needs_root
 def test_sysbench_cpu_and_memory_parsers_on_real_output():
     require("sysbench")
     cpu = parse_sysbench_cpu(run(BENCHMARKS["sysbench-cpu"].argv({"max_prime": 10000, "events": 500})))
@@ -96,6 +97,7 @@ def test_sysbench_cpu_and_memory_parsers_on_real_output():
     assert 100 < mem["mib_s"] < 1e6
 
 
+@needs_root
 def test_fio_parser_on_real_output(tmp_path):
     require("fio")
     argv = [a.replace("/data/", f"{tmp_path}/") for a in BENCHMARKS["fio"].argv({"size": "8M", "seconds": 1})]
@@ -230,11 +232,9 @@ sizes:
 
 
 @pytest.fixture(scope="module")
-def small_study(tmp_path_factory):
+def small_study(tmp_path_factory, root):
     """runc and runsc, noploop in 1 and 2 containers; stream with arrays larger than the memory limit,
     so it is OOM-killed in every container: its rows fail, noploop's stand."""
-    if not IS_ROOT:
-        pytest.skip("needs root")
     d = tmp_path_factory.mktemp("parallel")
     (d / "spec.yaml").write_text(SMALL % 64)  # 3 × 64 MiB > 96 MiB
     p = subprocess.run([sys.executable, "-m", "contend.cli", "run", str(d / "spec.yaml"), "--out", str(d / "out"),

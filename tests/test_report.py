@@ -32,9 +32,10 @@ from contend.report.table import TABLE4, table4
 from contend.spec import Metrics
 from contend.store import DB
 
+from .conftest import needs_root, require
 from .reportkit import CHANGE_POINT, LEVELS, OOM_T, isolation_results
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "chromium"
 
 
 @pytest.fixture(scope="module")
@@ -226,9 +227,8 @@ def test_the_page_and_every_figure_from_the_store(results):
     assert "runsc create: synthetic failure" in html and "oom-kill" in html
 
 
+@needs_root  # to switch to the unprivileged user
 def test_contend_report_on_a_copy_as_an_unprivileged_user(results):
-    if os.geteuid() != 0:
-        pytest.skip("needs root to switch to the unprivileged user")
     with tempfile.TemporaryDirectory() as d:
         os.chmod(d, 0o777)
         copy = Path(d) / "copy"
@@ -264,8 +264,9 @@ def test_contend_report_converts_a_directory_written_before_cells_and_gives_the_
         assert {t["kind"] for t in s.trials()} == {"isolation"}
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make test installs it)")
+@needs_root  # chromium is Debian's, installed by make setup
 def test_report_html_in_headless_chromium_loads_every_figure_without_console_errors(results, tmp_path):
+    require("chromium")
     from playwright.sync_api import sync_playwright
     with open_store(results) as s:
         page_path = refresh(results, s, "synthetic").path

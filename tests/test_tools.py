@@ -239,6 +239,7 @@ def run_broken(tmp_path: Path, tool: str, spec: Path) -> tuple[subprocess.Comple
 
 
 @needs_root
+@pytest.mark.slow  # a whole study around one failing tool: make test-all
 def test_fio_failing_in_a_container_fails_the_trial_with_its_exit_code_and_last_line(tmp_path):
     """The disk load's file laid out by fio in each tenant (an isolation study's disk trial)."""
     from .conftest import runtime_or_skip
@@ -251,6 +252,7 @@ def test_fio_failing_in_a_container_fails_the_trial_with_its_exit_code_and_last_
 
 
 @needs_root
+@pytest.mark.slow  # a whole study around one failing tool: make test-all
 def test_stress_ng_failing_in_a_container_fails_the_detect_trial_with_its_exit_code_and_last_line(tmp_path):
     """The CPU antagonist of a detect study (stress-ng in the noisy tenant)."""
     from .conftest import runtime_or_skip
@@ -266,6 +268,7 @@ def test_stress_ng_failing_in_a_container_fails_the_detect_trial_with_its_exit_c
 
 
 @needs_root
+@pytest.mark.slow  # a whole study around one failing tool: make test-all
 def test_sysbench_failing_in_a_container_fails_its_runs_with_its_exit_code_and_last_line(tmp_path):
     """A parallel study's benchmark (sysbench cpu): every run's reason names it, the study exits 1."""
     from .conftest import runtime_or_skip

@@ -25,7 +25,7 @@ from contend.load.fio import iops_log, victim_argv, victim_figures
 from contend.probes.device import device_rates
 from contend.spec import SpecError
 
-from .conftest import IS_ROOT, needs_root, planned_trials, runtime_or_skip
+from .conftest import needs_root, planned_trials, runtime_or_skip
 
 GiB = 1 << 30
 DISKFILL = "kind: diskfill\nname: d\nruntimes: [runc]\n"
@@ -199,7 +199,7 @@ def test_bombs():
 
 # ---------------------------------------------------------------- real databases in real containers
 @needs_root
-@pytest.mark.parametrize("runtime", ["runc", "runsc"])
+@pytest.mark.parametrize("runtime", ["runc", pytest.param("runsc", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("db", ["postgresql", "mariadb"])
 def test_database_starts_serves_and_stops_inside_a_container(runtime, db):
     from contend.kinds.victim.spec import OltpScale
@@ -245,9 +245,7 @@ def test_an_attack_that_would_fill_the_disk_exits_2_before_anything_starts(tmp_p
 
 
 @pytest.fixture(scope="module")
-def fill_study(tmp_path_factory):
-    if not IS_ROOT:
-        pytest.skip("needs root")
+def fill_study(tmp_path_factory, root):
     d = tmp_path_factory.mktemp("diskfill")
     (d / "s.yaml").write_text("kind: diskfill\nname: fill\nruntimes: [runc]\nfiles: {fits-memory: 0.1, "
                               "beyond-memory: null}\nvictim: {file: 64M, seconds: 3}\nrepetitions: 2\n")

@@ -302,11 +302,14 @@ def test_the_probe_reads_tcp_round_trips_per_network_namespace_unless_told_not_t
         srv = socket.create_server(("127.0.0.1", 0))
         cli = socket.create_connection(srv.getsockname())
         conn, _ = srv.accept()
-        for _ in range(2000):  # many small round trips: segments taken in on both sockets
-            cli.sendall(b"x" * 512)
-            conn.recv(4096)
-        time.sleep(0.6)  # two of the probe's periods
-        rtt = probe.take()[2]
+        rtt: dict = {}
+        deadline = time.monotonic() + 10  # bpftrace says it attached a little before its probes fire: go on
+        while str(host_netns()) not in rtt and time.monotonic() < deadline:  # until a period has counted some
+            for _ in range(1000):  # many small round trips: segments taken in on both sockets
+                cli.sendall(b"x" * 512)
+                conn.recv(4096)
+            time.sleep(0.6)  # two of the probe's periods
+            rtt = probe.take()[2]
         for s in (cli, conn, srv):
             s.close()
     finally:

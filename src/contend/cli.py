@@ -170,6 +170,8 @@ def run(spec_path: Optional[Path] = typer.Argument(None, metavar="SPEC", show_de
         _say_plan(spec, directory, done)
         raise typer.Exit(0)
     need_root("contend run")
+    from .runtimes.builds import build_named
+    build_named(getattr(spec, "runtimes", ()), say=lambda s: console.print(s, highlight=False))
     study = _study(spec, directory, resuming=resume is not None)
     study.done = done
     _hold_host(directory)

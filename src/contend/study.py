@@ -5,6 +5,7 @@ own package, measured data kept by store/, its report written by report/, so eac
 """
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import sys
@@ -25,6 +26,15 @@ from .tenants import TrialResult
 from .tools import ToolFailed
 
 Advance = Callable[[float, str], None]  # a running item's progress: share done (0-1), what it does now
+
+
+def lazy(module: str, name: str) -> Callable:
+    """`module.name`, imported when first called: a kind's report draws with matplotlib, whose import (about a
+    second) a spec's validation, --help or a trial alone never needs."""
+    def call(*args, **kw):
+        return getattr(importlib.import_module(module), name)(*args, **kw)
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 class Study:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -46,13 +47,14 @@ def last_line(text: str | bytes | None) -> str:
 
 def workdir() -> Path:
     """The working directory of the tools contend starts: its own, private (the system's temporary
-    directory when contend's state directory cannot be made, e.g. without root)."""
+    directory when contend's state directory cannot be made or entered, e.g. without root: a user who runs
+    `contend report` where root ran a study finds root's 0700 directory there)."""
     d = STATE / "tmp"
     try:
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return d
     except OSError:
         return Path(tempfile.gettempdir())
+    return d if os.access(d, os.W_OK | os.X_OK) else Path(tempfile.gettempdir())
 
 
 def exit_reason(code: int) -> str:
@@ -77,6 +79,10 @@ def run_tool(argv: list[str], doing: str, timeout: float | None = None,
     except subprocess.TimeoutExpired:
         raise ToolFailed(doing, tool, f"did not finish within {timeout:g} s") from None
     except OSError as e:
+        # a name searched on a PATH with a directory this user may not enter is EACCES, not ENOENT
+        if isinstance(e, PermissionError) and os.sep not in argv[0] and \
+                shutil.which(argv[0], path=(env or os.environ).get("PATH")) is None:
+            raise ToolFailed(doing, tool, "is not installed (make setup installs it)") from None
         raise ToolFailed(doing, tool, f"could not start: {e.strerror or e}") from None
     if p.returncode != 0:
         raise ToolFailed(doing, tool, ended(p.returncode, p.stderr or p.stdout))

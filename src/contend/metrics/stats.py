@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
@@ -16,6 +15,7 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
     m = float(v.mean())
     if n < 2:
         return m, math.nan, math.nan, n
+    from scipy import stats  # about half a second to import: only where an interval is computed
     half = float(stats.t.ppf((1 + level) / 2, n - 1) * v.std(ddof=1) / math.sqrt(n))
     return m, m - half, m + half, n
 

@@ -37,6 +37,7 @@ class Build:
     args: tuple[str, ...] = ()  # global flags in place of the adapter's own (runsc's platform)
     cache: str = ""  # the cache directory, when builds share one binary (gVisor's platforms); else its name
     toolchain: str = "go"  # or "cargo"
+    minutes: int = 1  # how long its build took on the 2-CPU development VM (said before a study builds it)
     cgo: bool = True  # runc links libseccomp; gVisor's sandbox re-executes itself in an empty chroot, where a
     # dynamically linked binary finds no loader ("fork/exec /proc/self/exe: no such file or directory")
 
@@ -55,16 +56,16 @@ class Build:
 
 BUILDS = {b.name: b for b in (
     Build("runc@1.5.2", "runc", "github.com/opencontainers/runc", "v1.5.2", tags="seccomp",
-          ldflags="-X main.version=1.5.2", needs=("libseccomp-dev",)),
+          ldflags="-X main.version=1.5.2", needs=("libseccomp-dev",), minutes=1),
     # gVisor's `go` branch (its Go-buildable tree, generated files included): the module proxy's latest
     *(Build(f"runsc@{GVISOR_DATE}{suffix}", "runsc", "gvisor.dev/gvisor/runsc", GVISOR,
             ldflags=f"-X gvisor.dev/gvisor/runsc/version.version=go-{GVISOR_DATE}",
-            args=(f"--platform={platform}",), cache=f"runsc@{GVISOR_DATE}", cgo=False)
+            args=(f"--platform={platform}",), cache=f"runsc@{GVISOR_DATE}", cgo=False, minutes=2)
       for suffix, platform in (("", "systrap"), ("-ptrace", "ptrace"))),
     # youki with both cgroup versions and seccomp; not systemd's cgroup driver (contend drives cgroupfs) nor
     # the eBPF device filter of v2 (a v2 host's device rules are then not enforced by youki: docs/runtimes.md)
     Build("youki@0.7.0", "youki", "youki", "0.7.0", tags="v1,v2,seccomp", needs=("libseccomp-dev", "pkg-config"),
-          toolchain="cargo"),
+          toolchain="cargo", minutes=4),
 )}
 
 
@@ -137,6 +138,23 @@ def build(b: Build, timeout: float = 2400) -> Path:
                                       b.toolchain: toolchain_version(b), "built_at": time.strftime(
                                           "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
     return b.binary
+
+
+def build_named(names, say=print) -> None:
+    """Build the releases a study names that are not built yet (`make demo` builds none, `make setup-runtimes`
+    all): one line each before it starts, saying what and how long; one that fails is said, and its cells are
+    n/a as the runtime's availability says."""
+    for b in {BUILDS[n].directory: BUILDS[n] for n in names if n in BUILDS}.values():
+        if built(b):
+            continue
+        say(f"building {b.name} from its release, once (about {b.minutes} min here; "
+            f"make setup-runtimes builds every one)")
+        t0 = time.monotonic()
+        try:
+            build(b)
+            say(f"{b.name}: built in {time.monotonic() - t0:.0f} s")
+        except ToolFailed as e:
+            say(f"{b.name}: not built, its cells will be n/a: {e}")
 
 
 def main() -> int:

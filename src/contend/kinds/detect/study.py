@@ -5,11 +5,10 @@ from __future__ import annotations
 import random
 
 from ...store import Store, TrialRecord
-from ...study import Study, facts_of_trial, need_space, unavailable
+from ...study import Study, facts_of_trial, lazy, need_space, unavailable
 from ...tenants import TrialResult
 from .cases import CASES
 from .cell import DetectCell
-from .report import refresh_detect
 from .spec import DetectStudy
 from .trial import run_detect_trial, trial_id
 
@@ -17,7 +16,7 @@ SETUP_S = 6.0  # three containers up and down, files laid out
 
 
 class DetectKind(Study, kind="detect", model=DetectStudy, cell=DetectCell, title="detection",
-                 report=refresh_detect):
+                 report=lazy(f"{__package__}.report", "refresh_detect")):
     """A Study whose trials inject a known antagonist (or a control's change) under contend watch."""
 
     spec: DetectStudy

@@ -8,10 +8,9 @@ from ...faults import checkpoint
 from ...load import DiskLoad
 from ...spec import size_bytes
 from ...store import Store
-from ...study import Advance, Study, facts_of_trial, need_space, unavailable
+from ...study import Advance, Study, facts_of_trial, lazy, need_space, unavailable
 from .cell import IsolationCell
 from .plan import TrialPlan, plan, trial_seconds
-from .report import refresh_isolation
 from .spec import Spec
 from .trial import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
 
@@ -20,7 +19,7 @@ SETUP_S = 5.0  # containers up and down, probes attaching, two agents started (r
 
 
 class IsolationStudy(Study, kind="isolation", model=Spec, cell=IsolationCell, title="isolation metrics",
-                     report=refresh_isolation):
+                     report=lazy(f"{__package__}.report", "refresh_isolation")):
     spec: Spec
 
     def plan(self) -> list:

@@ -127,7 +127,8 @@ def last_level_cache_mib(cpu: Path = Path("/sys/devices/system/cpu/cpu0/cache"))
 def sources_digest() -> str:
     h = hashlib.sha256()
     for p in sorted(TOOLS_SRC.iterdir()):
-        h.update(p.name.encode() + p.read_bytes())
+        if p.is_file():  # not the __pycache__ Python leaves beside pidigits.py
+            h.update(p.name.encode() + p.read_bytes())
     return h.hexdigest()[:12]
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from ...cgroups import detect
 from ...spec import size_bytes
 from ...store import Store
-from ...study import Advance, Study, facts_of_trial, need_space, unavailable
+from ...study import Advance, Study, facts_of_trial, lazy, need_space, unavailable
 from ...tenants import TrialResult
 from ...tools import ToolFailed
 from .benchmarks import BENCHMARKS, build_tools, last_level_cache_mib
 from .cell import ParallelCell
-from .report import refresh_scaling
 from .spec import ParallelStudy
 from .trial import Cell, cell_id, cell_record
 
@@ -18,7 +17,7 @@ SETUP_S = 1.5  # a container up and down, per container, for the ETA
 
 
 class ParallelSuite(Study, kind="parallel", model=ParallelStudy, cell=ParallelCell, title="parallel suite",
-                    report=refresh_scaling, unit="cells"):
+                    report=lazy(f"{__package__}.report", "refresh_scaling"), unit="cells"):
     spec: ParallelStudy
 
     @staticmethod

@@ -7,9 +7,8 @@ from ...doctor import ensure_capacity
 from ...guard.daemon import iolatency_missing
 from ...spec import SpecError
 from ...store import Store
-from ...study import Study, facts_of_trial
+from ...study import Study, facts_of_trial, lazy
 from .cell import ProtectionCell
-from .report import refresh_protection
 from .spec import GuardStudy
 from .trial import run_id, run_protection_trial
 
@@ -23,7 +22,7 @@ def run_seconds(w, capacity_share_left: float = 0.7) -> float:
 
 
 class ProtectionStudy(Study, kind="guard", model=GuardStudy, cell=ProtectionCell, title="protection",
-                      report=refresh_protection, unit="runs"):
+                      report=lazy(f"{__package__}.report", "refresh_protection"), unit="runs"):
     """A Study whose runs are workloads under policies (its spec a GuardStudy)."""
 
     spec: GuardStudy

@@ -22,10 +22,9 @@ from ...paths import DATA, free_space
 from ...runtimes import RuntimeFailed
 from ...spec import SpecError, size_bytes
 from ...store import TrialRecord
-from ...study import Advance, Study, facts_of_trial, unavailable
+from ...study import Advance, Study, facts_of_trial, lazy, unavailable
 from ...tenants import Tenants, TrialResult, reset_host, stop
 from .cells import DiskFillCell
-from .report import refresh_victim
 from .spec import DiskFillStudy
 
 BASELINE = "baseline"
@@ -50,7 +49,7 @@ def space_problem(free_bytes: int, need_bytes: int, margin_bytes: int, where: st
 
 
 class DiskFill(Study, kind="diskfill", model=DiskFillStudy, cell=DiskFillCell, title="disk-fill attack",
-               report=refresh_victim):
+               report=lazy(f"{__package__}.report", "refresh_victim")):
     spec: DiskFillStudy
 
     def tenants(self) -> list[str]:

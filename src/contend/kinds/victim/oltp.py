@@ -22,12 +22,11 @@ from ...metrics import StepWindow
 from ...runtimes import RuntimeFailed
 from ...spec import size_bytes
 from ...store import TrialRecord
-from ...study import Advance, Study, facts_of_trial, need_space, unavailable
+from ...study import Advance, Study, facts_of_trial, lazy, need_space, unavailable
 from ...tenants import Tenants, TrialResult, reset_host
 from ...tools import failure
 from .cells import OltpCell
 from .metrics import converged
-from .report import refresh_victim
 from .spec import OltpStudy
 
 VICTIM, DISRUPTOR = "victim", "disruptor"
@@ -59,7 +58,7 @@ SYSBENCH_BYTES_PER_ROW = 250
 
 
 class OltpVictim(Study, kind="oltp", model=OltpStudy, cell=OltpCell, title="database victim",
-                 report=refresh_victim):
+                 report=lazy(f"{__package__}.report", "refresh_victim")):
     spec: OltpStudy
     fans_out = False  # a cell's repetitions go on until its interval settles, at the rate its first one measured
 
