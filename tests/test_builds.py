@@ -51,6 +51,19 @@ def test_a_build_that_cannot_run_is_recorded_and_said(cache, monkeypatch, tmp_pa
     assert not b.binary.exists()
 
 
+def test_a_study_builds_only_the_releases_it_names_and_says_so_first(cache, monkeypatch, tmp_path):
+    """make demo builds nothing; `contend run` builds a named release that is missing, one line before (with
+    how long it took here), and a build that fails is said, not raised: its cells are n/a."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no go, no cargo: every build fails at once
+    said: list[str] = []
+    builds.build_named(["runc", "runsc", "runsc@20260905", "runsc@20260905-ptrace"], say=said.append)
+    assert said[0] == ("building runsc@20260905 from its release, once (about 2 min here; make setup-runtimes "
+                       "builds every one)")
+    assert said[1].startswith("runsc@20260905: not built, its cells will be n/a: building runsc@20260905: go is")
+    assert len(said) == 2  # gVisor's two names are one build; Debian's runc and runsc are nobody's to build
+    assert not builds.BUILDS["runc@1.5.2"].manifest.exists()  # not named: not tried
+
+
 def test_gvisor_is_one_build_under_two_platforms():
     systrap, ptrace = builds.BUILDS["runsc@20260905"], builds.BUILDS["runsc@20260905-ptrace"]
     assert systrap.binary == ptrace.binary  # built once

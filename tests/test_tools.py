@@ -125,6 +125,7 @@ def test_a_failing_bpftrace_is_a_probe_problem_with_its_last_line(tmp_path, monk
 
 
 @needs_root
+@pytest.mark.slow  # a whole study around one failing tool: make test-all
 def test_a_parallel_study_whose_benchmarks_cannot_be_built_fails_its_trials_with_the_reason(tmp_path):
     spec = tmp_path / "p.yaml"
     spec.write_text("kind: parallel\nname: p\nruntimes: [runc]\nbenchmarks: [noploop]\ncounts: [1]\n"
