@@ -72,8 +72,9 @@ def test_cpu_calibration_from_a_read_only_working_directory(read_only_dir):
 
 
 @needs_root
-@pytest.mark.parametrize("tool, doing", [("stress-ng", "CPU calibration"), ("cc", "building the load agent"),
-                                         ("fio", "disk calibration")])
+@pytest.mark.parametrize("tool, doing", [  # one in make test, the others in make test-all
+    ("cc", "building the load agent"), pytest.param("stress-ng", "CPU calibration", marks=pytest.mark.slow),
+    pytest.param("fio", "disk calibration", marks=pytest.mark.slow)])
 def test_doctor_calibrate_with_a_failing_tool_is_one_line(tmp_path, tool, doing):
     require("stress-ng")
     require("fio")
@@ -86,6 +87,7 @@ def test_doctor_calibrate_with_a_failing_tool_is_one_line(tmp_path, tool, doing)
 
 
 @needs_root
+@pytest.mark.slow  # a failure path through a whole run: make test-all
 def test_a_study_whose_calibration_fails_says_so_in_one_line_and_writes_no_tables(tmp_path, read_only_dir):
     """The first run on a host calibrates the CPU: with stress-ng failing, exit 1, the reason as the last line,
     no traceback and no empty table4-*.md or report; started from a read-only working directory."""
@@ -114,6 +116,7 @@ def test_the_default_results_directory_under_a_read_only_cwd_is_a_clear_error(re
 
 
 @needs_root
+@pytest.mark.slow  # a failure path through a whole run: make test-all
 def test_a_failing_bpftrace_is_a_probe_problem_with_its_last_line(tmp_path, monkeypatch):
     """bpftrace exiting at start: the trial runs on with the cgroup view, the reason recorded."""
     from contend.probes import BpftraceProbes, Target
@@ -162,6 +165,7 @@ def test_a_runtimes_log_gives_its_message_and_the_fatal_cause_before_it():
 
 
 @needs_root
+@pytest.mark.slow  # a failure path through a whole run: make test-all
 def test_a_runtime_failing_in_the_preflight_is_n_a_with_its_last_line(tmp_path):
     """runc itself failing from the start (a stand-in first on PATH): the preflight says so in the cell's n/a
     reason, naming the runtime and its last line, as for any runtime this host cannot run."""
@@ -175,6 +179,7 @@ def test_a_runtime_failing_in_the_preflight_is_n_a_with_its_last_line(tmp_path):
 
 
 @needs_root
+@pytest.mark.slow  # a failure path through a whole run: make test-all
 def test_a_runtime_failing_in_a_trial_fails_it_with_its_exit_code_and_last_line(tmp_path):
     """runc passing the preflight, then failing to create the trial's containers (a stand-in that runs the real
     runc for its first container only): the trial fails with a reason naming runc and its last line, the

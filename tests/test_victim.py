@@ -200,7 +200,7 @@ def test_bombs():
 # ---------------------------------------------------------------- real databases in real containers
 @needs_root
 @pytest.mark.parametrize("runtime", ["runc", pytest.param("runsc", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("db", ["postgresql", "mariadb"])
+@pytest.mark.parametrize("db", ["postgresql", pytest.param("mariadb", marks=pytest.mark.slow)])
 def test_database_starts_serves_and_stops_inside_a_container(runtime, db):
     from contend.kinds.victim.spec import OltpScale
     from contend.tenants import Tenants

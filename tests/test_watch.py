@@ -98,7 +98,8 @@ def started(events: list[dict], kind: str | None = None) -> list[tuple]:
 
 
 @needs_root
-@pytest.mark.parametrize("ebpf", [True, False], ids=["ebpf", "psi-only"])
+@pytest.mark.parametrize("ebpf", [True, pytest.param(False, marks=pytest.mark.slow)],  # psi-only: make test-all
+                         ids=["ebpf", "psi-only"])
 def test_a_cpu_antagonist_is_blamed_within_two_seconds(boxes, ebpf):
     require("stress-ng")
     victim, noisy = boxes("victim"), boxes("noisy")
