@@ -115,3 +115,25 @@ def test_a_detect_study_end_to_end_names_each_antagonist_and_blames_nobody_in_a_
     assert 0 < float(rows[("cpu", "watch_cpu_pct")]["value"]) < 50
     assert "found" in p.stdout and (out / "detect-tables.md").exists() and (out / "report.html").exists()
     assert list((out / "figures").glob("detect-runc.cpu.r1.png"))
+
+
+@needs_root
+def test_an_antagonist_whose_use_is_never_seen_fails_its_trial_with_the_reason(monkeypatch):
+    """Issue 51's silent zero in a study: noisy's load ran but its cgroup's counter never moved (here a load
+    that uses no CPU: what a counter that reads 0 looks like). The trial fails and says so; it is no miss."""
+    import dataclasses
+
+    from contend.kinds.detect import cases as detect_cases
+    from contend.kinds.detect.spec import DetectStudy
+    from contend.kinds.detect.trial import run_detect_trial
+
+    from .conftest import runtime_or_skip
+    runtime_or_skip("runc")
+    asleep = dataclasses.replace(detect_cases.CASES["cpu"], at_change={"noisy": lambda s: ["sleep", str(math.ceil(s))]})
+    monkeypatch.setitem(detect_cases.CASES, "cpu", asleep)
+    study = DetectStudy.model_validate({"kind": "detect", "name": "unseen", "runtimes": ["runc"], "cases": ["cpu"],
+                                        "trial": {"baseline_s": 2, "jitter_s": 0, "attack_s": 2, "tail_s": 0,
+                                                  "period_s": 0.5}})
+    result = run_detect_trial(study, "runc", "cpu", 1, 2.0, {})
+    assert result.record.status != "ok", result.record
+    assert "noisy's load ran 2 s and its cgroup's cpu counter never moved" in result.record.reason

@@ -3,6 +3,7 @@ The detector itself is tested on frames with known answers in test_watch_detecto
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -10,12 +11,14 @@ import subprocess
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
-from contend.cgroups import Limits, detect
+from contend.cgroups import CgroupHost, Limits, detect
+from contend.cgroups.v1 import v1_hierarchies
 from contend.paths import DATA
-from contend.watch.collector import host_netns
+from contend.watch.collector import WatchCollector, host_netns
 from contend.watch.daemon import WatchConfig, Watcher
 from contend.watch.runq import BTF, RunqProbe
 from contend.watch.signals import Frame
@@ -122,6 +125,45 @@ def test_a_cpu_antagonist_is_blamed_within_two_seconds(boxes, ebpf):
 
 
 @needs_root
+def test_two_cpu_antagonists_the_one_that_took_the_time_is_first_throughout(boxes):
+    """Issue 51's scene, shortened: a CPU hog beside a two-worker victim, then a writer that wakes on every
+    direct write (preempting the victim far more often than the hog does, and taking little of its time).
+    The verdict stays on the hog when the writer joins; the time the kernel saw taken is the victim's wait."""
+    require("stress-ng")
+    require("fio")
+    victim, hog, writer = boxes("victim"), boxes("hog"), boxes("writer")
+    DATA.mkdir(parents=True, exist_ok=True)
+    file = DATA / f"{boxes.run}-writer.dat"
+    at = {}
+
+    def act(t0):  # t0: the watcher's clock (its frames' t) now
+        begun = time.monotonic()
+        victim.run("stress-ng", "--cpu", "2", "--timeout", "20")
+        time.sleep(5)  # the baseline: both CPUs the victim's
+        hog.run("stress-ng", "--cpu", "1", "--timeout", "15")
+        time.sleep(5)
+        at["writer"] = t0 + time.monotonic() - begun
+        writer.run("fio", "--name=w", f"--filename={file}", "--size=1G", "--rw=write", "--bs=1M", "--direct=1",
+                   "--iodepth=16", "--ioengine=libaio", "--time_based", "--runtime=9")
+    try:
+        events, frames = watch_while(boxes.run, act, 18)
+    finally:
+        file.unlink(missing_ok=True)
+    cpu = [e for e in events if e["resource"] == "cpu" and e["victim"].endswith("victim") and e["event"] != "cleared"]
+    assert cpu and all(e["kind"] == "blame" and e["culprit"].endswith("hog") for e in cpu), \
+        [(e["t"], e["kind"], e["culprits"], e["why"]) for e in cpu]
+    both = [f for f in frames if f.t - f.dt >= at["writer"] + 1 and f.get(writer.name, "cpu") > 0.05]
+    assert both, "the writer never ran"
+    pre = {k: sum(f.preempt.get(victim.name, {}).get(k, 0.0) for f in both) for k in (hog.name, writer.name)}
+    took = {k: sum(f.taken.get(victim.name, {}).get(k, 0.0) for f in both) for k in (hog.name, writer.name)}
+    assert took[hog.name] > 2 * took[writer.name], (took, pre)
+    # two views of one wait: what the kernel charged to those who ran, and what the victim's tasks waited
+    waited = sum(f.get(victim.name, "rq_delay") for f in frames[4:])
+    charged = sum(sum(f.taken.get(victim.name, {}).values()) for f in frames[4:])
+    assert charged == pytest.approx(waited, rel=0.1), (charged, waited)
+
+
+@needs_root
 def test_a_container_held_by_its_own_quota_blames_no_neighbour(boxes):
     require("stress-ng")
     victim, noisy = boxes("victim", Limits(cpu=0.3)), boxes("noisy")
@@ -132,8 +174,13 @@ def test_a_container_held_by_its_own_quota_blames_no_neighbour(boxes):
         time.sleep(3)
         noisy.run("stress-ng", "--cpu", "1", "--timeout", "5")  # a neighbour that fits beside it
     events, frames = watch_while(boxes.run, act, 10)
-    assert started(events) and set(started(events)) == {("victim", "cpu", "self", "victim")}, events
-    assert "quota" in events[0]["why"]
+    # no neighbour blamed; on CPU its own doing. (Its start can stall it on memory a moment, reading stress-ng
+    # back from disk after a test that dropped the caches: `unattributed`, nobody's fault, seen once in 2026-11-27's
+    # fresh-clone make test.)
+    assert not [e for e in events if e["kind"] == "blame"], events
+    cpu = [e for e in events if e["resource"] == "cpu" and e["event"] != "cleared"]
+    assert cpu and set(started(cpu)) == {("victim", "cpu", "self", "victim")}, events
+    assert "quota" in cpu[0]["why"]
     assert max(f.get(victim.name, "throttled") for f in frames) > 0.5
 
 
@@ -310,10 +357,116 @@ def test_the_probe_reads_tcp_round_trips_per_network_namespace_unless_told_not_t
                 cli.sendall(b"x" * 512)
                 conn.recv(4096)
             time.sleep(0.6)  # two of the probe's periods
-            rtt = probe.take()[2]
+            rtt = probe.take().rtt_ms
         for s in (cli, conn, srv):
             s.close()
     finally:
         probe.stop()
     assert str(host_netns()) in rtt, rtt
     assert 0 < rtt[str(host_netns())] < 50, rtt  # ms: loopback's round trips are µs
+
+
+@pytest.fixture
+def fresh_disk(tmp_path):
+    """A loop device that did not exist before (LOOP_CTL_ADD with an unused number; removed after): no throttle
+    rule was ever set on it, as on every disk of a freshly booted machine."""
+    import fcntl
+    import random
+    require("losetup")
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    ctl = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        n = next(n for n in random.sample(range(100, 1000), 50) if not Path(f"/sys/block/loop{n}").exists())
+        fcntl.ioctl(ctl, 0x4C80, n)  # LOOP_CTL_ADD
+        dev = f"/dev/loop{n}"
+        subprocess.run(["losetup", dev, str(img)], check=True, timeout=30)
+        try:
+            yield dev, Path(f"/sys/block/loop{n}/dev").read_text().strip()
+        finally:
+            subprocess.run(["losetup", "-d", dev], timeout=30)
+            for _ in range(50):  # the device goes once the kernel has let go of it
+                try:
+                    fcntl.ioctl(ctl, 0x4C81, n)  # LOOP_CTL_REMOVE
+                    break
+                except OSError:
+                    time.sleep(0.1)
+    finally:
+        os.close(ctl)
+
+
+def _written(blkio: Path, mm: str) -> int:
+    for line in (blkio / "blkio.throttle.io_service_bytes_recursive").read_text().splitlines():
+        if line.startswith(f"{mm} Write "):
+            return int(line.split()[2])
+    return 0
+
+
+@needs_root
+def test_a_disk_nobody_ever_throttled_is_counted_once_the_watch_starts(fresh_disk):
+    """Issue 51's silent zero: on cgroup v1 a disk's I/O counters are kept by blk-throttle, which Linux 6.9+
+    starts on a disk at its first throttle rule; before that every cgroup reads 0 bytes on it. The watch turns
+    them on (from a cgroup of its own) and a container it did not make reads what it wrote."""
+    host = detect()
+    if host.mode not in ("v1", "hybrid"):
+        pytest.skip("v2 counts every disk's I/O from the start (io.stat)")
+    dev, mm = fresh_disk
+    blkio = v1_hierarchies()["blkio"] / f"wtest-{uuid.uuid4().hex[:6]}"  # a cgroup not contend's
+    blkio.mkdir()
+    try:
+        def write_8m():
+            subprocess.run(["sh", "-c", f"echo $$ > {blkio}/cgroup.procs && exec dd if=/dev/zero of={dev} bs=1M "
+                            "count=8 oflag=direct status=none"], check=True, timeout=60)
+        write_8m()
+        assert _written(blkio, mm) == 0  # the failure mode, as a fresh machine has it
+        WatchCollector(host, ebpf=False).close()
+        write_8m()
+        assert _written(blkio, mm) == 8 << 20
+    finally:
+        blkio.rmdir()
+
+
+@needs_root
+def test_a_cgroup_of_contends_counts_its_io_on_a_disk_nobody_ever_throttled(fresh_disk, boxes):
+    host = detect()
+    if host.mode not in ("v1", "hybrid"):
+        pytest.skip("v2 counts every disk's I/O from the start (io.stat)")
+    dev, mm = fresh_disk
+    box = boxes("writer")
+    box.run("dd", "if=/dev/zero", f"of={dev}", "bs=1M", "count=8", "oflag=direct", "status=none").wait(timeout=60)
+    assert box.cg.stats().io[mm].wbytes == 8 << 20
+
+
+@needs_root
+def test_a_disk_counter_the_watch_cannot_read_is_unknown_and_said_once(tmp_path):
+    """A cgroup v2 tree without the io controller has no io.stat (a v2 host where io is not delegated; here
+    the hybrid host's unified tree): the writer's disk use is nan, not 0, and an `unreadable` event names the
+    file and the error, once."""
+    host = detect()
+    if host.mode != "hybrid" or host.unified is None:
+        pytest.skip("needs a cgroup v2 tree without the io controller (a hybrid host's unified one)")
+    v2 = CgroupHost("v2", unified=host.unified)
+    name = f"contend/wtest-{uuid.uuid4().hex[:6]}"
+    cg = v2.cgroup(name)
+    cg.create()
+    DATA.mkdir(parents=True, exist_ok=True)
+    out = DATA / f"{name.rsplit('/', 1)[-1]}.dat"
+    p = subprocess.Popen(["sh", "-c", f"echo $$ > {cg.dir}/cgroup.procs && exec dd if=/dev/zero of={out} bs=1M "
+                          "count=100000 oflag=direct status=none"])
+    events: list[dict] = []
+    frames: list[Frame] = []
+    w = Watcher(WatchConfig([f"cgroup:{name}"], period=0.5, ebpf=False, metrics="off"), host=v2,
+                events=events.append)
+    try:
+        w.run(duration=2.6, after_step=lambda x: frames.append(x.last))
+    finally:
+        p.kill()
+        p.wait()
+        out.unlink(missing_ok=True)
+        cg.remove()
+    told = [e for e in events if e["event"] == "unreadable"]
+    assert len(told) == 1 and told[0]["victim"] == name, events
+    assert "io.stat: No such file or directory" in told[0]["why"], told
+    seen = [f.containers[name] for f in frames if name in f.containers]
+    assert seen and all(math.isnan(s["io_bytes"]) for s in seen) and all(s["cpu"] > 0.01 for s in seen), seen

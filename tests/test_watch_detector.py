@@ -56,6 +56,93 @@ def test_preemptions_by_none_of_those_whose_use_rose_fall_back_to_the_rise():
     assert "rose most" in ev[0]["why"] and "preemptions_s" in ev[0]["evidence"]
 
 
+def two_antagonists(n: int = 60, wobble: float = 0.0) -> list[Frame]:
+    """Issue 51's scene: a CPU hog joins at frame 10 and holds a CPU, a disk writer that wakes often joins at
+    frame 30. The writer preempts the victim 226 times a second, the hog 5; the hog takes most of its time.
+    `wobble`: the writer's share of the time taken moves by that much from frame to frame."""
+    out = []
+    for i in range(n):
+        cs = {c: dict(sig) for c, sig in CALM_CPU.items()}
+        cs["writer"] = {"cpu": 0.0, "rq_delay": 0.0, "throttled": 0.0}
+        taken: dict[str, dict[str, float]] = {}
+        preempt: dict[str, dict[str, float]] = {}
+        if i >= 10:
+            cs["noisy"]["cpu"] = 1.0
+            cs["victim"].update(cpu=0.5, rq_delay=0.5)
+            taken["victim"] = {"noisy": 0.45, HOST: 0.03}
+            preempt["victim"] = {"noisy": 5.0, HOST: 3.0}
+        if i >= 30:
+            cs["writer"]["cpu"] = 0.2
+            cs["victim"].update(cpu=0.45, rq_delay=0.55)
+            w = 0.06 + (wobble if i % 2 else -wobble)
+            taken["victim"] = {"noisy": 0.45, "writer": w, HOST: 0.03}
+            preempt["victim"] = {"noisy": 5.0, "writer": 226.0, HOST: 3.0}
+        out.append(Frame(float(i + 1), 1.0, cs, preempt, {}, taken))
+    return out
+
+
+def test_the_culprit_is_the_one_that_took_the_time_not_the_one_that_preempted_most():
+    ev = run(two_antagonists(wobble=0.04))
+    assert blames(ev) == [("victim", "cpu", "blame", "noisy")]  # one verdict through the writer's arrival
+    names = [c for c, _ in ev[0]["culprits"]]
+    assert names[0] == "noisy" and "took" not in ev[0]["why"] and "ran on its CPUs" in ev[0]["why"]
+    d = Detector()
+    for f in two_antagonists(wobble=0.04):
+        d.step(f)
+    (v,) = d.verdicts()
+    shares = dict(v.culprits)
+    # of the victim's 0.55 s/s waited: the hog took 0.45, the writer 0.06 ± 0.04, the host's tasks 0.03
+    assert shares["noisy"] == pytest.approx(0.45 / 0.55, abs=0.01)
+    assert shares["writer"] == pytest.approx(0.06 / 0.55, abs=0.03) and shares["writer"] < 0.2
+    assert sum(shares.values()) <= 1.0 + 1e-9
+
+
+def test_a_verdict_changes_when_the_order_of_its_major_culprits_does():
+    """A second culprit taking more than MAJOR of the time is news; its share moving below that is not."""
+    fs = two_antagonists()
+    for f in fs[40:]:
+        f.taken["victim"]["writer"] = 0.2  # the writer now takes 0.2 of 0.55 s/s: 36 %
+    ev = run(fs)
+    changes = [e for e in ev if e["event"] == "blame"]
+    assert [[c for c, x in e["culprits"] if x >= 0.2] for e in changes] == [["noisy"], ["noisy", "writer"]]
+    assert changes[1]["t"] == 42.0  # over the 3-frame window: 0.46 of 1.90 s taken (24 %), from 0.18 a frame before
+
+
+def test_a_major_culprits_share_wobbling_around_the_bound_is_one_verdict():
+    """The writer takes 0.1 s/s for three frames, then 0.25 for three, and so on: its share over the window
+    moves between 0.17 and 0.34. Major once it passed 0.2, it stays so down to 0.15, so the verdict changes
+    once, not at every crossing."""
+    fs = two_antagonists()
+    for k, f in enumerate(fs[40:]):
+        f.taken["victim"]["writer"] = 0.25 if (k // 3) % 2 else 0.1
+    ev = [e for e in run(fs) if e["event"] == "blame"]
+    assert [[c for c, x in e["culprits"] if x >= 0.15] for e in ev] == [["noisy"], ["noisy", "writer"]], \
+        [e["culprits"] for e in ev]
+
+
+def test_a_victim_crowded_onto_one_cpu_waits_for_itself_and_the_hog_is_blamed_for_it():
+    """Measured on this host (tests/test_watch.py's two-antagonist scene): a hog on one of two CPUs left the
+    victim's two workers one CPU, and 99 % of the victim's wait was its own other worker's run. Its use fell,
+    so that wait is crowding, shared among those whose use rose: all the hog's here."""
+    fs = two_antagonists(n=25)
+    for f in fs[10:]:
+        f.taken["victim"] = {"victim": 0.5, "noisy": 0.0, HOST: 0.005}
+    ev = run(fs)
+    assert blames(ev) == [("victim", "cpu", "blame", "noisy")]
+    assert ev[0]["culprits"][0][1] > 0.9 and "crowded_s" in ev[0]["evidence"]
+
+
+def test_the_time_taken_by_nobody_watched_stays_unknown():
+    """Shares are of the time the victim waited: what no suspect took is left out, not spread over them."""
+    fs = two_antagonists()
+    for f in fs[10:]:
+        f.taken["victim"] = {"noisy": 0.2}
+    ev = run(fs)
+    assert blames(ev)[0] == ("victim", "cpu", "blame", "noisy")
+    # its first frame hurt: 0.2 s/s taken of 0.5 waited, beside two calm frames' 0.01 in the window
+    assert ev[0]["culprits"] == [["noisy", pytest.approx(0.2 / 0.52, abs=0.001)]]
+
+
 def test_without_ebpf_the_suspect_is_the_one_whose_use_rose():
     calm = {c: {"cpu": s["cpu"], "cpu_psi": s["rq_delay"]} for c, s in CALM_CPU.items()}
     fs = series(20, calm, {"noisy": {"cpu": 1.6}, "bystander": {"cpu": 0.25}, "victim": {"cpu": 0.5,

@@ -73,6 +73,8 @@ class Stats:
     io: dict[str, IoCounters] = field(default_factory=dict)  # by "MAJ:MIN"
     pressure: dict[str, float] = field(default_factory=dict)  # e.g. {"cpu.some.total_us": ...}
     net_bytes: int | None = None  # what the tenant sent, from its veth's counter (network trials; not a cgroup's)
+    # a counter file that could not be read, with why: its counters are unknown, not 0 (a reader says so)
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 def confined(relpath: str) -> str:

@@ -19,6 +19,25 @@ from .base import (
 
 # the controllers contend needs, and those it only keeps tidy (so `clean` finds everything)
 NEEDED = ("cpu", "cpuacct", "memory", "blkio", "pids")
+_COUNTING: set[str] = set()  # the disks whose v1 I/O counters this process has turned on
+
+
+def count_io(blkio_dir: Path) -> None:
+    """Turn on every disk's v1 I/O counters (blkio.throttle.io_service_*), from a cgroup of contend's own.
+
+    Since Linux 6.9 blk-throttle starts on a disk at its first throttle rule, and the v1 counters are kept by
+    it: until some cgroup on the host has had a rule on a disk, every cgroup reads 0 bytes on it, however much
+    it wrote (a fresh machine's detect pass missed every disk antagonist so). Writing "MAJ:MIN 0" to a
+    cgroup's read_bps_device starts it on that disk and sets no rule (0 is "none" in v1); a new cgroup has
+    no rule to lose. The disk stays counted until it goes away."""
+    for dev in sorted(Path("/sys/block").glob("*/dev")):
+        try:
+            mm = dev.read_text().strip()
+            if mm not in _COUNTING:
+                write(blkio_dir / "blkio.throttle.read_bps_device", f"{mm} 0")
+                _COUNTING.add(mm)
+        except OSError:
+            continue  # a device that takes no throttle (gone, or not a request-based disk)
 
 
 def v1_hierarchies(mounts: str | None = None) -> dict[str, Path]:
@@ -71,6 +90,8 @@ class V1Cgroup(Cgroup):
             d.mkdir(parents=True, exist_ok=True)
         if "cpuset" in self.h:
             self._inherit_cpuset(self.h["cpuset"], Path(self.relpath))
+        if "blkio" in self.h:
+            count_io(self._dir("blkio"))
 
     @staticmethod
     def _inherit_cpuset(mount: Path, rel: Path) -> None:
@@ -143,7 +164,7 @@ class V1Cgroup(Cgroup):
         s.memory_writeback = ms.get("total_writeback", 0)
         s.memory_majfaults = ms.get("total_pgmajfault", 0)
         s.memory_refaults = ms.get("total_workingset_refault_file", 0) + ms.get("total_workingset_refault_anon", 0)
-        s.io = self._io_stats()
+        s.io = self._io_stats(s.unreadable)
         return s
 
     def ceilings(self) -> tuple[float | None, int | None]:
@@ -152,13 +173,15 @@ class V1Cgroup(Cgroup):
         mem = read_int(self._dir("memory") / "memory.limit_in_bytes", UNLIMITED_BYTES)
         return (quota / period if quota > 0 else None), (mem if 0 < mem < UNLIMITED_BYTES else None)
 
-    def _io_stats(self) -> dict[str, IoCounters]:
+    def _io_stats(self, unreadable: dict[str, str]) -> dict[str, IoCounters]:
         out: dict[str, IoCounters] = {}
         for fname, rkey, wkey in (("blkio.throttle.io_service_bytes_recursive", "rbytes", "wbytes"),
                                   ("blkio.throttle.io_serviced_recursive", "rios", "wios")):
+            path = self._f("blkio", fname)
             try:
-                lines = read_text(self._f("blkio", fname)).splitlines()
-            except OSError:
+                lines = read_text(path).splitlines()
+            except OSError as e:
+                unreadable[str(path)] = e.strerror or type(e).__name__
                 continue
             for line in lines:
                 parts = line.split()

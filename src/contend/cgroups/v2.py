@@ -109,7 +109,7 @@ class V2Cgroup(Cgroup):
         s.memory_writeback = ms.get("file_writeback", 0)
         s.memory_majfaults = ms.get("pgmajfault", 0)
         s.memory_refaults = ms.get("workingset_refault_file", 0) + ms.get("workingset_refault_anon", 0)
-        s.io = parse_io_stat(self._f("io.stat"))
+        s.io = parse_io_stat(self._f("io.stat"), s.unreadable)
         s.pressure = self.pressure()
         return s
 
@@ -148,11 +148,15 @@ def io_max_line(lim: IoLimit) -> str:
     return f"{lim.device} rbps={v(lim.rbps)} wbps={v(lim.wbps)} riops={v(lim.riops)} wiops={v(lim.wiops)}"
 
 
-def parse_io_stat(path: Path | str) -> dict[str, IoCounters]:
+def parse_io_stat(path: Path | str, unreadable: dict[str, str] | None = None) -> dict[str, IoCounters]:
+    """io.stat's counters by device; a file that cannot be read (the io controller off in the parent's
+    subtree_control: no io.stat at all) goes to `unreadable` with why, and reads as no devices."""
     out: dict[str, IoCounters] = {}
     try:
         lines = read_text(path).splitlines()
-    except OSError:
+    except OSError as e:
+        if unreadable is not None:
+            unreadable[str(path)] = e.strerror or type(e).__name__
         return out
     for line in lines:
         dev, *fields = line.split()

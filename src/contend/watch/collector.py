@@ -14,7 +14,7 @@ from ..cgroups import PREFIX, Cgroup, CgroupHost, Stats, V2Cgroup, mirror
 from ..cgroups.base import KeptOpen, mirror_members, read_pressure, read_text
 from ..guard.collector import device_counters, latency_ms, settle
 from ..guard.targets import Resolved
-from .runq import RunqProbe
+from .runq import RunqProbe, Taken
 from .signals import HOST, Frame
 
 SKIP_DISKS = ("loop", "ram", "zram", "sr", "fd", "nbd", "dm-", "md")
@@ -160,6 +160,19 @@ def busy_cpu_s() -> float | None:
     return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def by_victim(pairs: dict[tuple[str, str], float], by_id: dict[str, str], dt: float) -> dict[str, dict[str, float]]:
+    """Counts by (victim cgroup id, other cgroup id) as per-second rates by watched victim and by the other's
+    container name (`host`: a cgroup no watched container has)."""
+    out: dict[str, dict[str, float]] = {}
+    for (vid, oid), n in pairs.items():
+        victim = by_id.get(vid)
+        if victim is not None:
+            by = out.setdefault(victim, {})
+            other = by_id.get(oid, HOST)
+            by[other] = by.get(other, 0.0) + n / dt
+    return out
+
+
 class WatchCollector:
     def __init__(self, host: CgroupHost, disks: list[str] | None = None, ebpf: bool = True,
                  clock0: float | None = None, net_rtt: bool = True):
@@ -169,6 +182,8 @@ class WatchCollector:
         self.runq: RunqProbe | None = None
         self.problems: list[str] = []
         self.probe_cpu_s = 0.0  # CPU-seconds bpftrace used once attached (its start aside), once closed
+        self.notices: list[dict] = []  # events of its own (unreadable counters), taken by the watcher
+        self._told: set[tuple[str, str, str]] = set()
         if ebpf:
             self.runq = RunqProbe(net_rtt=net_rtt).start()
             self.problems += self.runq.problems
@@ -176,6 +191,15 @@ class WatchCollector:
                 self.runq.stop()
                 self.runq = None
         self._prev: dict[str, tuple[float, Stats, dict[str, float], tuple[int, ...]]] = {}
+        if host.mode in ("v1", "hybrid"):  # the disks' v1 I/O counters on (cgroups.v1.count_io), from a
+            # cgroup of its own made for that alone: the watched containers' are not contend's to write
+            own = host.cgroup(f"{PREFIX}/watch-{os.getpid()}")
+            try:
+                own.create()
+            except OSError as e:
+                self.problems.append(f"could not turn the disks' I/O counters on ({e}): disk use may read 0")
+            finally:
+                own.remove()
         self._host_ns = host_netns()
         self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
         self._credit: dict[str, float] = {}  # charged to the watched, not written by the disks yet (settle)
@@ -258,30 +282,26 @@ class WatchCollector:
                     self._mirrored[name] = mirror_members(w.cgroup, w.own, self._mirrored.get(name, frozenset()))
                 except OSError:
                     pass
-        rq, pre, rtt = self.runq.take() if self.runq is not None else ({}, {}, {})
+        k = self.runq.take() if self.runq is not None else Taken()
         by_id = {i: n for n, w in self.watched.items() for i in w.ids}
         containers: dict[str, dict[str, float]] = {}
         for name, w in self.watched.items():
             try:
-                waited = sum(rq.get(i, 0.0) for i in w.ids) if self.runq is not None and w.ids else None
+                waited = sum(k.waited.get(i, 0.0) for i in w.ids) if self.runq is not None and w.ids else None
                 sig = self._container(name, w, now, waited)
             except OSError:
                 continue  # gone between scan and now
             if sig is not None:
                 # no ACK this period, or no eBPF: nan (a container without TCP traffic has no RTT)
-                sig["net_rtt_ms"] = rtt.get(w.netns, math.nan) if w.net_pid else math.nan
+                sig["net_rtt_ms"] = k.rtt_ms.get(w.netns, math.nan) if w.net_pid else math.nan
                 containers[name] = sig
-        preempt: dict[str, dict[str, float]] = {}
-        for (vid, bid), n in pre.items():
-            victim = by_id.get(vid)
-            if victim is not None:
-                by = by_id.get(bid, HOST)
-                preempt.setdefault(victim, {})
-                preempt[victim][by] = preempt[victim].get(by, 0.0) + n / dt
-        return Frame(now - self.clock0, dt, containers, preempt, self._host(dt, containers))
+        return Frame(now - self.clock0, dt, containers, by_victim(k.preemptions, by_id, dt),
+                     self._host(dt, containers), by_victim(k.took, by_id, dt))
 
     def _container(self, name: str, w: Watched, now: float, waited: float | None) -> dict[str, float] | None:
         st = w.cgroup.stats()
+        for path, why in st.unreadable.items():
+            self._unreadable(name, path, why, now)
         # on v2 the container's own cgroup is its unified one: its stats read the PSI already
         psi = psi_totals(st.pressure if self.host.mode == "v2" else w.unified.pressure()) \
             if w.unified is not None else {}
@@ -326,10 +346,27 @@ class WatchCollector:
         out.update(net_signals(net, prev[3], dt))
         ios = out["io_ios"]
         out["io_wait_ms"] = out["io_psi"] * 1e3 / ios if ios >= 1 and math.isfinite(out["io_psi"]) else math.nan
+        if st.unreadable or p.unreadable:  # a counter not read is unknown, not 0: nobody "rose" by it
+            for k in ("io_bytes", "io_wbytes", "io_ios", "io_wait_ms"):
+                out[k] = math.nan
         if busiest is not None and rates[busiest][0] > 0:
             lim = w.cgroup.io_limits().get(busiest)
             cap = sum(x for x in (lim.rbps, lim.wbps) if x) if lim is not None else 0
             out["io_limited"] = 1.0 if cap and rates[busiest][0] / dt >= 0.9 * cap else 0.0
+        return out
+
+    def _unreadable(self, name: str, path: str, why: str, now: float) -> None:
+        """An `unreadable` event, once per container, file and error."""
+        if (name, path, why) in self._told:
+            return
+        self._told.add((name, path, why))
+        self.notices.append({"t": round(now - self.clock0, 3), "event": "unreadable", "victim": name,
+                             "resource": "disk", "kind": "unreadable", "culprit": "", "confidence": 0.0,
+                             "since": round(now - self.clock0, 3), "why": f"{path}: {why}: its disk use is unknown",
+                             "suspects": [], "culprits": [], "evidence": {}})
+
+    def take_notices(self) -> list[dict]:
+        out, self.notices = self.notices, []
         return out
 
     def _host(self, dt: float, containers: dict[str, dict[str, float]]) -> dict[str, float]:

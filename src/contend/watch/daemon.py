@@ -31,6 +31,9 @@ class WatchMetrics:
         r = self.registry = CollectorRegistry()
         self.blame = Gauge("contend_watch_verdict", "1 × confidence while a verdict holds (kind: blame, self, "
                            "unattributed)", ["victim", "resource", "kind", "culprit"], registry=r)
+        self.share = Gauge("contend_watch_blame_share", "A culprit's share of a victim's harm while a verdict "
+                           "holds (CPU: of the time its tasks waited; the culprits' shares sum to at most 1)",
+                           ["victim", "resource", "culprit"], registry=r)
         self.signal = Gauge("contend_watch_signal", "A watched container's signal in the last period "
                             "(see docs/watch.md for units)", ["container", "signal"], registry=r)
         self.server = None
@@ -47,8 +50,11 @@ class WatchMetrics:
                 if math.isfinite(sig.get(s, math.nan)):
                     self.signal.labels(c, s).set(sig[s])
         self.blame.clear()
+        self.share.clear()
         for v in verdicts:
             self.blame.labels(v.victim, v.resource, v.kind, v.culprit).set(v.confidence)
+            for c, x in v.culprits:
+                self.share.labels(v.victim, v.resource, c).set(x)
 
     def close(self) -> None:
         if self.server is not None:
@@ -114,7 +120,7 @@ class Watcher:
         self.frames += 1
         if self.record is not None:
             print(f.to_json(), file=self.record, flush=True)
-        events = self.detector.step(f)
+        events = self.collector.take_notices() + self.detector.step(f)
         for e in events:
             self.on_event(e)
             self._hook(e)

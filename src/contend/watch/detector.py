@@ -13,11 +13,16 @@ in order:
    neighbour is blamed (a container held by its own quota also waits on the run queue: Netflix 2024);
 2. the suspects: every container whose use rose above its own baseline at least by the resource's `use_floor`
    (on CPU also `host`, the CPU used outside every watched container; on disk also `writeback`, the writes no
-   container was charged for), ranked by how often each took the victim's CPU (eBPF preemptions) or else by
-   how far its use rose; the victim itself is a suspect of its own: its own use rising more than anyone
-   else's is `self` (a container that starts working on a busy host waits for the others);
+   container was charged for), ranked on CPU by the time each ran on the victim's CPUs while its tasks
+   waited there (eBPF: the time taken, `Frame.taken`; a recording without it: how often each preempted it;
+   the time its own other tasks took, its use not risen, is crowding, shared among the suspects by their
+   rise), or else by how far its use rose; the victim itself is a suspect of its own: its own use rising more than
+   anyone else's is `self` (a container that starts working on a busy host waits for the others);
 3. none rose: `unattributed` (a symptom nobody here explains).
-A verdict lasts while the symptom does, and ends after `clear_after` frames without it.
+A verdict names its culprits in order with their shares of the harm (`culprits`: on CPU, of the time the
+victim waited; else of the rises; what no suspect explains is left out, so they sum to at most 1). It
+changes when its kind or the order of the culprits holding at least `MAJOR` of the harm changes, not when a
+small share moves; it lasts while the symptom does, and ends after `clear_after` frames without it.
 """
 from __future__ import annotations
 
@@ -29,6 +34,8 @@ from dataclasses import dataclass, field
 from .signals import HOST, WRITEBACK, Frame
 
 RESOURCES = ("cpu", "memory", "disk", "network")
+MAJOR = 0.2  # a culprit with this share of the harm or more: a change in their order is a new verdict
+STAY = 0.15  # a major culprit stays major down to this share (a share near MAJOR does not flap the verdict)
 
 
 @dataclass(frozen=True)
@@ -72,15 +79,26 @@ class Verdict:
     why: str
     suspects: list[tuple[str, float]] = field(default_factory=list)  # ranked, with their evidence shares
     evidence: dict[str, float] = field(default_factory=dict)
+    culprits: list[tuple[str, float]] = field(default_factory=list)  # ranked, with their shares of the harm
+    held: tuple[str, ...] = ()  # its major culprits in order, as the detector holds them (key)
+
+    def key(self, before: "Verdict | None" = None) -> tuple[str, ...]:
+        """Its major culprits in order (its first alone when none is): those with MAJOR of the harm, or STAY
+        for those major in the verdict `before` it."""
+        was = set(before.held) if before is not None else set()
+        major = tuple(c for c, x in self.culprits if x >= MAJOR or (c in was and x >= STAY))
+        return major or (self.culprit,)
 
     def same(self, other: "Verdict | None") -> bool:
-        return other is not None and (self.kind, self.culprit) == (other.kind, other.culprit)
+        """The verdict `other` goes on: the same kind, and the same major culprits in the same order."""
+        return other is not None and self.kind == other.kind and self.key(other) == other.held
 
     def event(self, t: float, name: str) -> dict:
         return {"t": round(t, 3), "event": name, "victim": self.victim, "resource": self.resource,
                 "kind": self.kind, "culprit": self.culprit, "confidence": round(self.confidence, 3),
                 "since": round(self.since, 3), "why": self.why,
                 "suspects": [[s, round(x, 3)] for s, x in self.suspects],
+                "culprits": [[s, round(x, 3)] for s, x in self.culprits],
                 "evidence": {k: round(v, 4) for k, v in self.evidence.items() if math.isfinite(v)}}
 
 
@@ -162,39 +180,65 @@ class Detector:
         names = list(f.containers) + ([WRITEBACK] if res == "disk" else []) + ([HOST] if res == "cpu" else [])
         rises = {s: self.rise(s, res) for s in names}
         eligible = {s for s, r in rises.items() if r >= rule.use_floor}
-        preempt: dict[str, float] = {}
-        if res == "cpu":
-            for fr in self.recent:
-                for s, n in fr.preempt.get(victim, {}).items():
-                    preempt[s] = preempt.get(s, 0.0) + n
+        taken = self._summed(victim, "taken") if res == "cpu" else {}
+        preempt = self._summed(victim, "preempt") if res == "cpu" else {}
         if preempt:
             ev["preemptions_s"] = sum(preempt.values()) / max(len(self.recent), 1)
-        # who took the victim's CPUs, of those whose use rose (itself included); when none of them did (it
-        # was preempted only by others, or eBPF missed them), the preemptions say nothing: rank by the rise
-        score = {s: preempt.get(s, 0.0) for s in eligible if preempt.get(s, 0.0) > 0}
-        by_preemption = bool(score)
-        if not by_preemption:
-            score = {s: rises[s] for s in eligible}
+        # the time each took from the victim (else how often it got in first), of those whose use rose
+        # (itself included); when none of them did (it waited only for others, or eBPF missed them), the
+        # kernel's view says nothing: rank by the rise
+        how_ranked = "taken" if taken else "preempted"
+        per = taken or preempt
+        score = {s: per.get(s, 0.0) for s in eligible if per.get(s, 0.0) > 0}
+        crowd = taken.get(victim, 0.0)
+        risers = {s: rises[s] for s in eligible if s != victim and rises[s] > 0}
+        if crowd > 0 and risers and victim not in eligible:
+            # its tasks waited for its own other tasks, its use not risen: crowded onto the CPUs the others
+            # left it (a two-worker victim beside a hog on one of two CPUs waited for itself in 99 % of its
+            # wait), a wait each riser caused by as much as it took of the CPUs
+            for s, r in risers.items():
+                score[s] = score.get(s, 0.0) + crowd * r / sum(risers.values())
+            ev["crowded_s"] = crowd / max(len(self.recent), 1)
+        if not score:
+            how_ranked, score = "rise", {s: rises[s] for s in eligible}
         for s in sorted(eligible, key=lambda s: -rises[s])[:3]:
             ev[f"rise:{s}"] = rises[s]
         total = sum(score.values())
+        # shares of the harm: of the time the victim waited (what no suspect took stays unknown), else of the
+        # evidence
+        harm = total
+        if how_ranked == "taken":
+            waited = sum(fr.get(victim, "rq_delay") for fr in self.recent if math.isfinite(fr.get(victim, "rq_delay")))
+            harm = max(sum(taken.values()), waited)
+            ev["taken_s"] = sum(taken.values()) / max(len(self.recent), 1)
+        culprits = sorted(((s, x / harm) for s, x in score.items()), key=lambda p: -p[1]) if harm > 0 else []
         # its own use rose, and more than anyone else's (nobody else's, or it arrived on a busy host): its doing
         if victim in eligible and (total <= 0 or rises[victim] >= max(rises[s] for s in eligible)):
             return Verdict(victim, res, "self", victim, 1.0, f.t, f"{sig} {value:.3g}: its own {rule.use} rose "
-                           "most", [(victim, 1.0)], ev)
+                           "most", [(victim, 1.0)], ev, [(victim, 1.0)])
         if total <= 0:
             return Verdict(victim, res, "unattributed", "", 0.0, f.t,
                            f"{sig} {value:.3g} above its baseline {med:.3g}, and no neighbour's {rule.use} rose",
                            evidence=ev)
         ranked = sorted(((s, x / total) for s, x in score.items()), key=lambda p: -p[1])
-        top, share = ranked[0]
+        top, share = culprits[0]
         if top == victim:
             return Verdict(victim, res, "self", victim, share, f.t, f"{sig} {value:.3g}: its own load rose",
-                           ranked, ev)
-        how = (f"{top} took its CPU in {share:.0%} of its preemptions by those whose use rose" if by_preemption
-               else f"{top}'s {rule.use} rose most")
+                           ranked, ev, culprits)
+        crowded = " (or crowded its tasks onto fewer)" if "crowded_s" in ev else ""
+        how = {"taken": f"{top} ran on its CPUs{crowded} for {share:.0%} of the time its tasks waited",
+               "preempted": f"{top} took its CPU in {share:.0%} of its preemptions by those whose use rose",
+               "rise": f"{top}'s {rule.use} rose most"}[how_ranked]
         return Verdict(victim, res, "blame", top, share, f.t, f"{sig} {value:.3g} above its baseline {med:.3g}; {how}",
-                       ranked, ev)
+                       ranked, ev, culprits)
+
+    def _summed(self, victim: str, what: str) -> dict[str, float]:
+        """A victim's per-second counts by the other (`taken` or `preempt`) summed over the recent frames."""
+        out: dict[str, float] = {}
+        for fr in self.recent:
+            for s, n in getattr(fr, what).get(victim, {}).items():
+                out[s] = out.get(s, 0.0) + n
+        return out
 
     def _worst(self, f: Frame, name: str, res: str,
                readings: list[tuple[str, str, float, deque]]) -> tuple[str, float, float, float] | None:
@@ -233,6 +277,7 @@ class Detector:
                 suffering[res].add(name)
                 v = self.judge(f, name, res, sig, value, med, thr)
                 old = self.active.get((name, res))
+                v.held = v.key(old)
                 self.quiet[(name, res)] = 0
                 if v.same(old):
                     assert old is not None

@@ -5,29 +5,105 @@ At sched_switch only the outgoing task is `current`, so only its cgroup is known
 therefore measured when it is switched in (from its wakeup, or from the switch that preempted it) and charged
 to its cgroup when it is next switched out; a preemption is counted the same way: the victim's cgroup is
 remembered on the task that took its CPU, and the pair counted when that task leaves the CPU. User space
-reads two small maps per period, never an event.
+reads a few small maps per period, never an event.
+
+The time taken (issue 51): while a task waits runnable on a CPU's run queue, whoever runs on that CPU takes
+that time from the task's cgroup. Each CPU keeps a small table of the cgroups waiting on it and how many of
+their tasks wait (a task enters at its wakeup on the CPU it targets, or when preempted; moves with it when
+migrated; leaves when switched in); at every switch, the outgoing task's run since the last switch is charged
+to each waiting cgroup, times its tasks waiting. A preemption count says how often a neighbour got in; this
+says how long it stayed: a CPU hog that holds the CPU preempts a victim a few times a second and takes most
+of its time, a writer that wakes often preempts it hundreds of times and takes little.
 """
 from __future__ import annotations
 
 import json
 import os
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..probes.ebpf import BTF, BpftraceProbes, Probe  # BTF: the socket's namespace is read through it
 
-# prev_state & 0xff == 0: the outgoing task was still runnable (preempted; 6.x reports TASK_REPORT_MAX then)
-PROGRAM = (
-    "tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new { @qt[args->pid] = nsecs; }"
-    " tracepoint:sched:sched_switch { $prev = args->prev_pid; $next = args->next_pid;"
-    " if (@wait[$prev]) { @rq_ns[cgroup] = sum(@wait[$prev]); delete(@wait[$prev]); }"
-    " if (@victim[$prev]) { @pre[@victim[$prev], cgroup] = count(); delete(@victim[$prev]); }"
-    " if ($prev != 0 && (args->prev_state & 0xff) == 0) {"
-    " @qt[$prev] = nsecs; if ($next != 0) { @victim[$next] = cgroup; } }"
-    " if ($next != 0 && @qt[$next]) { @wait[$next] = nsecs - @qt[$next]; delete(@qt[$next]); } }"
-)
-RUNQ = Probe("runq", "sched:sched_switch", {"rq_ns": "rq_delay", "pre": "preemptions"},
-             {"rq_ns": 1e-9, "pre": 1.0}, PROGRAM)
+SLOTS = 8  # cgroups that can wait on one CPU at once, in its table; beyond: counted in @full, not charged
+
+
+def _enqueue(cpu: str, cg: str, pid: str, mid: bool) -> str:
+    """bpftrace: the task `pid` of cgroup `cg` waits on `cpu` from now (its cgroup's slot there, or a free one).
+    `mid`: it enters while another task runs there (a wakeup, a migration), not at a switch: the part of that
+    run before now is not its wait, and is kept in @sx to be taken off its slot's next charge."""
+    late = " @sx[$c, $f] = @sx[$c, $f] + ((int64)nsecs - @t0[$c]);" if mid else ""
+    return (f" $c = {cpu}; $g = {cg}; $f = -1; $i = 0;"
+            f" while ($i < {SLOTS}) {{ if ($i >= @ns[$c]) {{ break; }}"
+            " if (@sg[$c, $i] == $g) { $f = $i; break; }"
+            " if ($f < 0 && @sn[$c, $i] <= 0) { $f = $i; } $i++; }"
+            f" if ($f < 0 && @ns[$c] < {SLOTS}) {{ $f = @ns[$c]; @ns[$c] = $f + 1; }}"
+            " if ($f >= 0) { if (@sg[$c, $f] != $g) { @sg[$c, $f] = $g; @sn[$c, $f] = 0; @sx[$c, $f] = 0; }"
+            f" @sn[$c, $f] = @sn[$c, $f] + 1;{late} @qc[{pid}] = $c + 1; @qg[{pid}] = $g; }}"
+            " else { @full = count(); }")
+
+
+def _dequeue(pid: str) -> str:
+    """bpftrace: the task `pid` waits no more (switched in, or moving to another CPU)."""
+    return (f" if (@qc[{pid}]) {{ $c = @qc[{pid}] - 1; $g = @qg[{pid}]; $i = 0;"
+            f" while ($i < {SLOTS}) {{ if ($i >= @ns[$c]) {{ break; }}"
+            " if (@sg[$c, $i] == $g && @sn[$c, $i] > 0) { @sn[$c, $i] = @sn[$c, $i] - 1; break; } $i++; }"
+            f" delete(@qc[{pid}]); delete(@qg[{pid}]); }}")
+
+
+_I64 = "(int64)0"
+
+
+def program(taken: bool = True) -> str:
+    """The run queue's program: waits and preemptions, and with `taken` the time taken (off: what it was before
+    issue 51, for bench/runq_cost.py to weigh the difference)."""
+    # prev_state & 0xff == 0: the outgoing task was still runnable (preempted; 6.x reports TASK_REPORT_MAX then);
+    # & 0x80: it is dead. A task can be woken while it still runs (it set itself to sleep, and was woken before
+    # it left the CPU: sched_wakeup all the same): it is in no queue, so whatever it left in the table is taken
+    # out as it leaves the CPU, before anyone is charged (such entries had a victim charge its own run to itself
+    # many times over: 8 s/s of "time taken" while it waited 0.01). @cg: each task's cgroup when it last left a
+    # CPU (a wakeup runs in the waker's context); a new task's is its parent's. BEGIN gives the tables their types
+    # before any probe reads them. One block per tracepoint: bpftrace 0.17 loads a second block on the same
+    # tracepoint as an unreachable program.
+    wake = wake_new = migrate = switch = begin = ""
+    if taken:
+        begin = (f"BEGIN {{ @ns[{_I64}] = {_I64}; @sn[{_I64}, {_I64}] = {_I64}; @sg[{_I64}, {_I64}] = {_I64};"
+                 f" @sx[{_I64}, {_I64}] = {_I64};"
+                 f" @qc[{_I64}] = {_I64}; @qg[{_I64}] = {_I64}; @cg[{_I64}] = {_I64}; @t0[{_I64}] = {_I64}; }} ")
+        wake = (" $p = (int64)args->pid;"
+                " if (@cg[$p] && !@qc[$p]) {" + _enqueue("(int64)args->target_cpu", "@cg[$p]", "$p", True) + " }")
+        wake_new = (" $p = (int64)args->pid;"
+                    " if (!@qc[$p]) {" + _enqueue("(int64)args->target_cpu", "(int64)cgroup", "$p", True) + " }")
+        migrate = (" tracepoint:sched:sched_migrate_task { $p = (int64)args->pid; if (@qc[$p]) { $g0 = @qg[$p];"
+                   + _dequeue("$p") + _enqueue("(int64)args->dest_cpu", "$g0", "$p", True) + " } }")
+        # the outgoing task's run, charged to each cgroup waiting on this CPU meanwhile
+        switch = (" $now = (int64)nsecs; $k = (int64)cpu; $p = (int64)$prev; $me = (int64)cgroup;"
+                  " if ($p != 0) {" + _dequeue("$p") + " }"
+                  " if ($p != 0 && @t0[$k]) { $d = $now - @t0[$k]; $i = 0;"
+                  f" while ($i < {SLOTS}) {{ if ($i >= @ns[$k]) {{ break; }} $n = @sn[$k, $i];"
+                  " $x = @sx[$k, $i]; if ($n > 0 && $d * $n > $x) { @took[@sg[$k, $i], $me] = sum($d * $n - $x); }"
+                  " if ($x != 0) { @sx[$k, $i] = 0; } $i++; } }"
+                  " @t0[$k] = $now;"
+                  " if ($p != 0) { if (args->prev_state & 0x80) { delete(@cg[$p]); } else { @cg[$p] = $me; } }"
+                  " if ($p != 0 && (args->prev_state & 0xff) == 0) {" + _enqueue("$k", "$me", "$p", False) + " }"
+                  " $q = (int64)$next; if ($q != 0) {" + _dequeue("$q") + " }")
+    return (
+        begin
+        + "tracepoint:sched:sched_wakeup { @qt[args->pid] = nsecs;" + wake + " }"
+        " tracepoint:sched:sched_wakeup_new { @qt[args->pid] = nsecs;" + wake_new + " }"
+        + migrate
+        + " tracepoint:sched:sched_switch { $prev = args->prev_pid; $next = args->next_pid;"
+        " if (@wait[$prev]) { @rq_ns[cgroup] = sum(@wait[$prev]); delete(@wait[$prev]); }"
+        " if (@victim[$prev]) { @pre[@victim[$prev], cgroup] = count(); delete(@victim[$prev]); }"
+        " if ($prev != 0 && (args->prev_state & 0xff) == 0) {"
+        " @qt[$prev] = nsecs; if ($next != 0) { @victim[$next] = cgroup; } }"
+        " if ($next != 0 && @qt[$next]) { @wait[$next] = nsecs - @qt[$next]; delete(@qt[$next]); }"
+        + switch + " }")
+
+
+PROGRAM = program()
+RUNQ = Probe("runq", "sched:sched_switch", {"rq_ns": "rq_delay", "pre": "preemptions", "took": "cpu_taken"},
+             {"rq_ns": 1e-9, "pre": 1.0, "took": 1e-9}, PROGRAM)
 # every segment an established TCP socket takes in: its smoothed round-trip time (µs), summed with a count per
 # network namespace (the socket's, through BTF: the packet is handled in softirq, in no tenant's task). A
 # flow behind a neighbour's flood waits in the shared link's queue: its RTT rises from tens of µs to the
@@ -37,6 +113,16 @@ TCP_RTT = Probe("tcp_rtt", "tcp:tcp_probe", {"rtt_us": "net_rtt_ms", "rtt_n": "a
                 "tracepoint:tcp:tcp_probe /(nsecs & 7) == 0/ {"
                 " $ns = ((struct sock *)args->skaddr)->__sk_common.skc_net.net->ns.inum;"
                 " @rtt_us[$ns] = sum(args->srtt); @rtt_n[$ns] = count(); }")
+
+
+@dataclass(frozen=True)
+class Taken:
+    """One period's counts, by cgroup id (and network namespace for the RTT)."""
+
+    waited: dict[str, float] = field(default_factory=dict)  # seconds its tasks waited runnable
+    preemptions: dict[tuple[str, str], float] = field(default_factory=dict)  # (victim, preemptor) -> count
+    took: dict[tuple[str, str], float] = field(default_factory=dict)  # (waiting, ran meanwhile) -> seconds
+    rtt_ms: dict[str, float] = field(default_factory=dict)  # netns -> mean smoothed RTT of its ACKs
 
 
 class RunqProbe(BpftraceProbes):
@@ -49,6 +135,7 @@ class RunqProbe(BpftraceProbes):
         self._lock = threading.Lock()
         self._rq: dict[str, float] = {}
         self._pre: dict[tuple[str, str], float] = {}
+        self._took: dict[tuple[str, str], float] = {}  # (waiting cgroup, cgroup that ran) -> ns
         self._rtt: dict[str, list[float]] = {}  # netns -> [sum of srtt µs, ACKs]
         self.start_cpu_s = 0.0  # what bpftrace spent starting (compiling, attaching): once, not per second
 
@@ -71,19 +158,20 @@ class RunqProbe(BpftraceProbes):
                         for key, v in by_key.items():
                             if name == "@rq_ns":
                                 self._rq[str(key)] = self._rq.get(str(key), 0.0) + float(v)
-                            elif name == "@pre":
+                            elif name in ("@pre", "@took"):
+                                pair = self._pre if name == "@pre" else self._took
                                 victim, _, by = str(key).partition(",")
-                                self._pre[(victim, by)] = self._pre.get((victim, by), 0.0) + float(v)
+                                pair[(victim, by)] = pair.get((victim, by), 0.0) + float(v)
                             elif name in ("@rtt_us", "@rtt_n"):
                                 self._rtt.setdefault(str(key), [0.0, 0.0])[name == "@rtt_n"] += float(v)
 
-    def take(self) -> tuple[dict[str, float], dict[tuple[str, str], float], dict[str, float]]:
-        """(waited seconds by cgroup id, preemptions by (victim id, preemptor id), mean smoothed TCP RTT in ms
-        of the ACKs each network namespace took in) since the last take."""
+    def take(self) -> "Taken":
+        """What the kernel counted since the last take."""
         with self._lock:
-            rq, pre, rtt = self._rq, self._pre, self._rtt
-            self._rq, self._pre, self._rtt = {}, {}, {}
-        return {k: v * 1e-9 for k, v in rq.items()}, pre, {k: s / n / 1e3 for k, (s, n) in rtt.items() if n > 0}
+            rq, pre, took, rtt = self._rq, self._pre, self._took, self._rtt
+            self._rq, self._pre, self._took, self._rtt = {}, {}, {}, {}
+        return Taken({k: v * 1e-9 for k, v in rq.items()}, pre, {k: v * 1e-9 for k, v in took.items()},
+                     {k: s / n / 1e3 for k, (s, n) in rtt.items() if n > 0})
 
     def cpu_seconds(self) -> float:
         """CPU-seconds bpftrace has used so far (user + system, its own process: the kernel-side programs run

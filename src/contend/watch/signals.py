@@ -60,6 +60,9 @@ class Frame:
     containers: dict[str, dict[str, float]]
     preempt: dict[str, dict[str, float]] = field(default_factory=dict)  # victim -> preemptor -> per second
     host: dict[str, float] = field(default_factory=dict)
+    # victim -> who ran -> seconds per second of its tasks' run-queue wait that one ran on their CPU (eBPF);
+    # the victim itself: its own other tasks, `host`: tasks in no watched container
+    taken: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def get(self, name: str, signal: str) -> float:
         return self.containers.get(name, {}).get(signal, math.nan)
@@ -69,7 +72,8 @@ class Frame:
             return {k: (clean(v) if isinstance(v, dict) else round(v, 6)) for k, v in d.items()
                     if isinstance(v, dict) or math.isfinite(v)}
         return json.dumps({"t": round(self.t, 3), "dt": round(self.dt, 4), "containers": clean(self.containers),
-                           "preempt": clean(self.preempt), "host": clean(self.host)}, sort_keys=True)
+                           "preempt": clean(self.preempt), "host": clean(self.host), "taken": clean(self.taken)},
+                          sort_keys=True)
 
     @classmethod
     def from_json(cls, line: str) -> "Frame":
@@ -83,4 +87,5 @@ class Frame:
             return {str(k): float(v) for k, v in m.items()}
         return cls(float(d["t"]), float(d.get("dt", 1.0)),
                    {str(k): floats(v) for k, v in d["containers"].items()},
-                   {str(k): floats(v) for k, v in d.get("preempt", {}).items()}, floats(d.get("host", {})))
+                   {str(k): floats(v) for k, v in d.get("preempt", {}).items()}, floats(d.get("host", {})),
+                   {str(k): floats(v) for k, v in d.get("taken", {}).items()})

@@ -40,8 +40,9 @@ def table(frame: Frame | None, verdicts: list[Verdict], problems: list[str] = ()
 
 
 def line(v: Verdict) -> str:
-    if v.kind == "blame":
-        return f"{v.resource}: hurt by {v.culprit} ({v.confidence:.0%})"
+    if v.kind == "blame":  # the first three culprits, others' shares left out
+        named = ", ".join(f"{c} {x:.0%}" for c, x in (v.culprits or [(v.culprit, v.confidence)])[:3])
+        return f"{v.resource}: hurt by {named}"
     if v.kind == "self":
         return f"{v.resource}: its own doing"
     return f"{v.resource}: hurt, cause not here"
@@ -51,5 +52,6 @@ def event_line(e: dict) -> str:
     """One event as a line for a log or a pipe."""
     head = f"t={e['t']:>8.1f}s {e['event']:<12} {e['victim']} {e['resource']}"
     if e["event"] == "blame":
-        return f"{head} <- {e['culprit']} ({e['confidence']:.0%}): {e['why']}"
+        named = ", ".join(f"{c} {x:.0%}" for c, x in (e.get("culprits") or [[e["culprit"], e["confidence"]]])[:3])
+        return f"{head} <- {named}: {e['why']}"
     return f"{head}: {e['why']}"

@@ -145,6 +145,12 @@ class UseReadings:
         self._stop.set()
         self._thread.join(timeout=5)
 
+    def never_moved(self) -> bool:
+        """Read to the end of its window and the counter never rose by the resource's step (a runtime's exec
+        moves it a little): the load ran, its use was not seen."""
+        return len(self.points) >= 2 and self.points[-1][0] - self.points[0][0] >= 0.9 * self.seconds and \
+            max(v for _, v in self.points) - self.points[0][1] < USE_STEP[self.resource][0]
+
     def t_use(self) -> float | None:
         """When it began (None where it never did: the latency then counts from the request)."""
         t = first_use(self.points, self.resource)
@@ -229,6 +235,9 @@ def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: flo
         result.events.append((end, "", "change-end", f"{case.name}: its loads ended"))
         _wait_until(t, end + tail_s)
         loads.check(case)
+        if use is not None and use.never_moved():  # a counter that cannot see the load: no miss to score
+            raise RuntimeFailed(f"{case.name} case: noisy's load ran {attack_s:g} s and its cgroup's {case.resource} "
+                                f"counter never moved ({len(use.points)} readings): its use could not be seen")
         return {"t_start": start, "t_use": use.t_use() if use is not None else None, "t_end": end,
                 "duration_s": t.now()}
     finally:
