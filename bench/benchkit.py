@@ -58,3 +58,37 @@ def interleaved(up: dict, loads: dict, rounds: int, seconds: float) -> dict[tupl
                 results[(w, n)].append(work(*up[n], seconds))
                 print(f"round {r + 1} {w:38s} {n:22s} {results[(w, n)][-1]:12.1f}", flush=True)
     return results
+
+
+BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+
+@contextmanager
+def bpf_stats():
+    """The kernel's accounting of each BPF program's run time on (kernel.bpf_stats_enabled), as it was after."""
+    with open(BPF_STATS) as f:
+        before = f.read().strip()
+    with open(BPF_STATS, "w") as f:
+        f.write("1")
+    try:
+        yield
+    finally:
+        with open(BPF_STATS, "w") as f:
+            f.write(before)
+
+
+def bpf_run_ns(pid: int) -> int:
+    """Nanoseconds the BPF programs process `pid` holds have run (with bpf_stats on): time spent in the kernel, in
+    the context of the tasks they trace, which no process's CPU time shows."""
+    import os
+    total = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf-prog":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                total += sum(int(ln.split()[1]) for ln in f if ln.startswith("run_time_ns:"))
+        except OSError:
+            continue
+    return total
+

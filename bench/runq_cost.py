@@ -21,27 +21,12 @@ import time
 import uuid
 from pathlib import Path
 
+from benchkit import bpf_run_ns, bpf_stats
 from contend.cgroups import PREFIX, detect
 from contend.probes.ebpf import _raise_memlock
 from contend.watch.runq import program
 
 SETTINGS = ("none", "waits", "waits+taken")
-STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
-
-
-def bpf_run_ns(pid: int) -> int:
-    """Nanoseconds the BPF programs a process holds have run (kernel.bpf_stats_enabled on)."""
-    total = 0
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            if os.readlink(fd) != "anon_inode:bpf-prog":
-                continue
-            for line in Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text().splitlines():
-                if line.startswith("run_time_ns:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total
 
 
 def ctxt() -> int:
@@ -95,12 +80,10 @@ def main() -> None:
         sys.exit("bench/runq_cost.py: needs a unified cgroup tree (eBPF's cgroup ids)")
     run = f"bench-rq-{uuid.uuid4().hex[:6]}"
     cgs = [host.unified / PREFIX / f"{run}-{n}" for n in ("victim", "hog", "switcher")]
-    stats_before = STATS.read_text().strip()
     hogs: list[subprocess.Popen] = []
     try:
         for d in cgs:
             d.mkdir(parents=True)
-        STATS.write_text("1")
         hogs = [start_in(cgs[0], ["stress-ng", "--cpu", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
                 start_in(cgs[1], ["stress-ng", "--cpu", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
         got: dict[str, list[dict[str, float]]] = {s: [] for s in SETTINGS}
@@ -121,7 +104,6 @@ def main() -> None:
         for h in hogs:
             h.kill()
             h.wait()
-        STATS.write_text(stats_before)
         time.sleep(0.2)
         for d in cgs:
             if d.is_dir():
@@ -133,4 +115,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with bpf_stats():
+        main()

@@ -7,7 +7,8 @@ watcher, with `contend watch` (eBPF on) and with `contend watch --no-net-rtt` wa
 (each with a sleeping process), interleaved in rotating order `--rounds` times (side by side in one run, never
 against a number from another day). Prints each setting's median, its ratio to no watcher per workload, and the
 watcher's own CPU once started (its loop's thread after its first period, bpftrace's process after attaching) in % of
-one CPU, and what its start cost once.
+one CPU, what its start cost once, and its eBPF programs' run time in the kernel (kernel.bpf_stats_enabled, on for
+the run), which is spent in the traced tasks' context and shows in no process's CPU time.
 
     sudo .venv/bin/python bench/watch_overhead.py [--seconds 10] [--rounds 5] [--containers 20] [--workload cpu]
 
@@ -26,7 +27,7 @@ import threading
 import time
 import uuid
 
-from benchkit import bogo_rate, fio_iops, runc_container
+from benchkit import bogo_rate, bpf_run_ns, bpf_stats, fio_iops, runc_container
 from contend.cgroups import PREFIX, detect
 from contend.watch.daemon import WatchConfig, Watcher
 
@@ -82,18 +83,27 @@ class Sleepers:
 
 
 def one(rt, c, setting: str, work, seconds: float, selectors: list[str], cost: list[float],
-        start: list[float]) -> float:
+        start: list[float], kernel: list[float]) -> float:
     if setting == "none":
         return work(rt, c, seconds)
     w = Watcher(WatchConfig(selectors, period=1.0, metrics="off", net_rtt=setting == "watch"))
     stop = threading.Event()
     first: list[float] = []  # the loop's thread's CPU when its first period ended: its start and that period
-    th = threading.Thread(target=w.run, args=(stop,),
-                          kwargs={"after_step": lambda w: first or first.append(time.thread_time())})
+    bpf: list[tuple[float, int]] = []  # (when, its eBPF programs' run time so far) after the first period
+
+    def after(w) -> None:
+        if not first:
+            first.append(time.thread_time())
+            if w.collector.runq is not None and w.collector.runq._proc is not None:
+                bpf.append((time.monotonic(), bpf_run_ns(w.collector.runq._proc.pid)))
+    th = threading.Thread(target=w.run, args=(stop,), kwargs={"after_step": after})
     th.start()
     try:
         return work(rt, c, seconds)
     finally:
+        if bpf and w.collector.runq is not None and w.collector.runq._proc is not None:
+            ns = bpf_run_ns(w.collector.runq._proc.pid)
+            kernel.append(100 * (ns - bpf[0][1]) / 1e9 / (time.monotonic() - bpf[0][0]))
         stop.set()
         th.join()
         # % of one CPU per 1 s period once started, from the end of the first period on (the start, once: the
@@ -115,6 +125,7 @@ def main() -> None:
     results = {(w, s): [] for w in workloads for s in SETTINGS}
     cost: list[float] = []
     start: list[float] = []
+    kernel: list[float] = []
     sleepers = Sleepers(args.containers - 1)
     try:
         with runc_container() as (rt, c):
@@ -123,7 +134,7 @@ def main() -> None:
                 for w, work in workloads.items():
                     order = SETTINGS[r % 3:] + SETTINGS[:r % 3]  # rotating: no order bias
                     for s in order:
-                        results[(w, s)].append(one(rt, c, s, work, args.seconds, selectors, cost, start))
+                        results[(w, s)].append(one(rt, c, s, work, args.seconds, selectors, cost, start, kernel))
                         print(f"round {r + 1} {w:24s} {s:5s} {results[(w, s)][-1]:10.1f}", flush=True)
     finally:
         sleepers.close()
@@ -137,7 +148,11 @@ def main() -> None:
     print(f"  the watcher's own CPU (its loop and bpftrace), once started, median of {len(cost)} runs: "
           f"{statistics.median(cost):.2f} % of one CPU (max {max(cost):.2f} %); its start, once: "
           f"{statistics.median(start):.0f} ms of CPU (the first scan and reading, bpftrace compiling and attaching)")
+    if kernel:
+        print(f"  its eBPF programs in the kernel (run in the traced tasks' context, in no process's CPU time), "
+              f"median of {len(kernel)} runs: {statistics.median(kernel):.2f} % of one CPU (max {max(kernel):.2f} %)")
 
 
 if __name__ == "__main__":
-    main()
+    with bpf_stats():
+        main()

@@ -175,7 +175,7 @@ def by_victim(pairs: dict[tuple[str, str], float], by_id: dict[str, str], dt: fl
 
 class WatchCollector:
     def __init__(self, host: CgroupHost, disks: list[str] | None = None, ebpf: bool = True,
-                 clock0: float | None = None, net_rtt: bool = True):
+                 clock0: float | None = None, net_rtt: bool = True, period: float = 0.5):
         self.host = host
         self.disks = disks if disks is not None else whole_disks()
         self.watched: dict[str, Watched] = {}
@@ -185,7 +185,9 @@ class WatchCollector:
         self.notices: list[dict] = []  # events of its own (unreadable counters), taken by the watcher
         self._told: set[tuple[str, str, str]] = set()
         if ebpf:
-            self.runq = RunqProbe(net_rtt=net_rtt).start()
+            # the kernel's maps printed twice a period (each print walks every map key by key: a period's
+            # worth of pairs four times a second cost bpftrace more than the counting did)
+            self.runq = RunqProbe(min(max(period / 2, 0.1), 1.0), net_rtt=net_rtt).start()
             self.problems += self.runq.problems
             if not self.runq.attached:
                 self.runq.stop()

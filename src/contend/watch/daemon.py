@@ -82,7 +82,7 @@ class Watcher:
         self.host = host or detect()
         self.detector = Detector(**cfg.detector)
         self.metrics = WatchMetrics(cfg.metrics)
-        self.collector = WatchCollector(self.host, cfg.disks, cfg.ebpf, clock0, cfg.net_rtt)
+        self.collector = WatchCollector(self.host, cfg.disks, cfg.ebpf, clock0, cfg.net_rtt, cfg.period)
         self.cpu_s = 0.0  # CPU-seconds its own loop used (its thread); bpftrace's: collector.probe_cpu_s
         self.on_event = events or (lambda e: None)
         self.record = record

@@ -31,23 +31,27 @@ SLOTS = 8  # cgroups that can wait on one CPU at once, in its table; beyond: cou
 def _enqueue(cpu: str, cg: str, pid: str, mid: bool) -> str:
     """bpftrace: the task `pid` of cgroup `cg` waits on `cpu` from now (its cgroup's slot there, or a free one).
     `mid`: it enters while another task runs there (a wakeup, a migration), not at a switch: the part of that
-    run before now is not its wait, and is kept in @sx to be taken off its slot's next charge."""
+    run before now is not its wait, and is kept in @sx to be taken off its slot's next charge. A task of the
+    root cgroup (id 1: the host's own, never a watched container) is not kept: most of a host's tasks, and
+    every pair they made was one more map entry for bpftrace to print four times a second."""
     late = " @sx[$c, $f] = @sx[$c, $f] + ((int64)nsecs - @t0[$c]);" if mid else ""
     return (f" $c = {cpu}; $g = {cg}; $f = -1; $i = 0;"
-            f" while ($i < {SLOTS}) {{ if ($i >= @ns[$c]) {{ break; }}"
+            f" while ($i < {SLOTS} && $g != 1) {{ if ($i >= @ns[$c]) {{ break; }}"
             " if (@sg[$c, $i] == $g) { $f = $i; break; }"
             " if ($f < 0 && @sn[$c, $i] <= 0) { $f = $i; } $i++; }"
-            f" if ($f < 0 && @ns[$c] < {SLOTS}) {{ $f = @ns[$c]; @ns[$c] = $f + 1; }}"
+            f" if ($f < 0 && @ns[$c] < {SLOTS} && $g != 1) {{ $f = @ns[$c]; @ns[$c] = $f + 1; }}"
             " if ($f >= 0) { if (@sg[$c, $f] != $g) { @sg[$c, $f] = $g; @sn[$c, $f] = 0; @sx[$c, $f] = 0; }"
             f" @sn[$c, $f] = @sn[$c, $f] + 1;{late} @qc[{pid}] = $c + 1; @qg[{pid}] = $g; }}"
-            " else { @full = count(); }")
+            " else { if ($g != 1) { @full = count(); } }")
 
 
 def _dequeue(pid: str) -> str:
     """bpftrace: the task `pid` waits no more (switched in, or moving to another CPU)."""
     return (f" if (@qc[{pid}]) {{ $c = @qc[{pid}] - 1; $g = @qg[{pid}]; $i = 0;"
             f" while ($i < {SLOTS}) {{ if ($i >= @ns[$c]) {{ break; }}"
-            " if (@sg[$c, $i] == $g && @sn[$c, $i] > 0) { @sn[$c, $i] = @sn[$c, $i] - 1; break; } $i++; }"
+            " if (@sg[$c, $i] == $g && @sn[$c, $i] > 0) { @sn[$c, $i] = @sn[$c, $i] - 1;"
+            # the table's last slot emptied: the table is one shorter (every switch walks it)
+            " if (@sn[$c, $i] == 0 && $i == @ns[$c] - 1) { @ns[$c] = $i; } break; } $i++; }"
             f" delete(@qc[{pid}]); delete(@qg[{pid}]); }}")
 
 
@@ -84,7 +88,8 @@ def program(taken: bool = True) -> str:
                   " $x = @sx[$k, $i]; if ($n > 0 && $d * $n > $x) { @took[@sg[$k, $i], $me] = sum($d * $n - $x); }"
                   " if ($x != 0) { @sx[$k, $i] = 0; } $i++; } }"
                   " @t0[$k] = $now;"
-                  " if ($p != 0) { if (args->prev_state & 0x80) { delete(@cg[$p]); } else { @cg[$p] = $me; } }"
+                  " if ($p != 0) { if (args->prev_state & 0x80) { delete(@cg[$p]); }"
+                  " else { if (@cg[$p] != $me) { @cg[$p] = $me; } } }"
                   " if ($p != 0 && (args->prev_state & 0xff) == 0) {" + _enqueue("$k", "$me", "$p", False) + " }"
                   " $q = (int64)$next; if ($q != 0) {" + _dequeue("$q") + " }")
     return (
