@@ -143,6 +143,17 @@ def test_the_time_taken_by_nobody_watched_stays_unknown():
     assert ev[0]["culprits"] == [["noisy", pytest.approx(0.2 / 0.52, abs=0.001)]]
 
 
+def test_a_victims_own_start_up_is_not_its_baseline():
+    """The watch and the victim start together (a detect trial's quick pass): for five frames its CPU use climbs
+    and it waits on its own start (0.6 s/s), then it settles at 0.01 for three. Had those five been its
+    baseline (median 0.6, threshold 0.9) the antagonist's 0.45 s/s would have gone unseen."""
+    fs = series(14, CALM_CPU, {"noisy": {"cpu": 1.6}, "victim": {"cpu": 0.55, "rq_delay": 0.45}}, start=8,
+                preempt={"victim": {"noisy": 180.0}})
+    for f, cpu in zip(fs[:5], (0.1, 0.2, 0.4, 0.65, 0.95)):
+        f.containers["victim"].update(cpu=cpu, rq_delay=0.6)
+    assert blames(run(fs)) == [("victim", "cpu", "blame", "noisy")]
+
+
 def test_without_ebpf_the_suspect_is_the_one_whose_use_rose():
     calm = {c: {"cpu": s["cpu"], "cpu_psi": s["rq_delay"]} for c, s in CALM_CPU.items()}
     fs = series(20, calm, {"noisy": {"cpu": 1.6}, "bystander": {"cpu": 0.25}, "victim": {"cpu": 0.5,
@@ -254,6 +265,22 @@ def test_disk_latency_is_a_symptom_only_of_containers_doing_io():
                                                                                      "io_ios": 250.0}},
                 host_calm={"disk_latency_ms": 0.2}, host_hurt={"disk_latency_ms": 6.0})
     assert blames(run(fs)) == [("victim", "disk", "blame", "noisy")]  # not "idle", not "noisy" itself
+
+
+def test_disk_culprits_are_shared_by_the_bytes_each_moved_while_the_victim_waited():
+    """Two writers rose, one by 200 MB/s and one by 20 MB/s, beside a victim reading 2 MB/s and writes charged to
+    nobody at 8 MB/s: each one's share is of every byte the disks moved."""
+    calm = {"victim": {"io_bytes": 4e6, "io_ios": 1000.0, "io_wait_ms": 0.05},
+            "big": {"io_bytes": 0.0}, "small": {"io_bytes": 0.0}}
+    fs = series(20, calm, {"victim": {"io_wait_ms": 4.0, "io_ios": 500.0, "io_bytes": 2e6},
+                           "big": {"io_bytes": 200e6}, "small": {"io_bytes": 20e6}},
+                host_calm={"unattributed_wbytes": 0.0}, host_hurt={"unattributed_wbytes": 8e6})
+    d = Detector()
+    ev = replay(fs, d)
+    assert blames(ev) == [("victim", "disk", "blame", "big")]
+    (v,) = d.verdicts()
+    assert dict(v.culprits) == pytest.approx({"big": 200 / 230, "small": 20 / 230, WRITEBACK: 8 / 230}, abs=1e-6)
+    assert "moved 87% of the disks' bytes" in v.why
 
 
 def test_writes_charged_to_nobody_are_their_own_suspect():
