@@ -31,7 +31,9 @@ GUEST_DIR=${GUEST_DIR:-$default_dir}
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-600}
 GUEST_BEAT=${GUEST_BEAT:-15}
 GUEST_SILENCE=${GUEST_SILENCE:-90}
-GUEST_HUNG=${GUEST_HUNG:-240}  # a writer held by a low io.max can wait long in D state: not a stall
+GUEST_SMP=${GUEST_SMP:-2}  # the guest's vCPUs: each is a host thread beside qemu's I/O thread (docs/results.md: stalls per 20 boots)
+GUEST_HUNG=${GUEST_HUNG:-240}
+[[ "$GUEST_SMP" =~ ^[1-9][0-9]?$ ]] || { echo "cgroup2-guest: GUEST_SMP=$GUEST_SMP: must be a whole number of vCPUs, 1-99" >&2; exit 2; }  # a writer held by a low io.max can wait long in D state: not a stall
 KPKG=${KPKG:-}
 MODULES=(virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk netfs fscache
          crc16 mbcache jbd2 crc32c_generic ext4
@@ -131,7 +133,7 @@ run() {
   local stalls="panic=-1 softlockup_panic=1 softlockup_all_cpu_backtrace=1 sysctl.kernel.panic_on_rcu_stall=1"
   stalls+=" rcupdate.rcu_cpu_stall_timeout=20 hung_task_panic=1 sysctl.kernel.hung_task_timeout_secs=$GUEST_HUNG"
   set +e
-  timeout -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
+  timeout -k 5 "$GUEST_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$GUEST_SMP" -m 2048 \
     -kernel "$GUEST_DIR/vmlinuz" -initrd "$GUEST_DIR/initrd.gz" \
     -append "console=ttyS0 quiet $stalls rdinit=/init contend_script=$script contend_built=${GUEST_BUILT:-0} contend_beat=$GUEST_BEAT" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \

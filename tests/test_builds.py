@@ -4,6 +4,7 @@ missing. The build itself is `make setup`'s; the built runtime's container tests
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,21 @@ def test_a_build_that_cannot_run_is_recorded_and_said(cache, monkeypatch, tmp_pa
         builds.build(b)
     assert builds.why_not_built(b).startswith("not built: building runc@1.5.2: go is not installed")
     assert not b.binary.exists()
+
+
+def test_a_source_that_is_not_the_one_contend_pins_is_not_built(cache):
+    """Issue 52 L5: the sha256 beside a built binary detects corruption, not a tampered source. A Go build's
+    source is checked against the digest kept in contend first (here a pin changed: the real source no longer
+    matches it)."""
+    import dataclasses
+    if not shutil.which("go"):
+        pytest.skip("go not installed (make setup installs it)")
+    b = builds.BUILDS["runc@1.5.2"]
+    builds.check_source(b)  # the real release matches its pin
+    forged = dataclasses.replace(b, sum="h1:" + "A" * 43 + "=")
+    with pytest.raises(ToolFailed, match="contend pins h1:AAAA"):
+        builds.build(forged)
+    assert not forged.binary.exists()
 
 
 def test_a_study_builds_only_the_releases_it_names_and_says_so_first(cache, monkeypatch, tmp_path):

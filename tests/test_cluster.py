@@ -116,6 +116,8 @@ def test_the_watch_daemonset_reads_every_pod_unprivileged_and_serves_metrics(tmp
     assert "cgroup:kubepods*/*/*pod[0-9a-f]*" in c["command"] and "0.0.0.0:9733" in c["command"]
     assert c["securityContext"]["privileged"] is False and c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert [m.get("readOnly") for m in c["volumeMounts"] if m["mountPath"] == "/sys/fs/cgroup"] == [True]
+    # issue 52 M4: the PSI-only watch is nobody (contend watch --no-ebpf needs no root: test_watch)
+    assert c["securityContext"]["runAsUser"] == 65534 and c["securityContext"]["runAsNonRoot"] is True
     assert pod["automountServiceAccountToken"] is False
     (svc,) = docs(tmp_path, "watch-service.yaml")
     assert svc["spec"]["ports"][0]["port"] == 9733 and svc["spec"]["selector"] == ds["spec"]["selector"]["matchLabels"]
@@ -173,8 +175,21 @@ def test_the_guard_daemonset_has_least_privilege(tmp_path):
     assert c["resources"]["limits"]["memory"] and c["resources"]["limits"]["cpu"]
     assert "/var/lib/contend" not in {m["mountPath"] for m in c["volumeMounts"]}  # nothing to calibrate
     (np_,) = docs(tmp_path, "guard-networkpolicy.yaml")
-    assert np_["spec"]["egress"] == [] and np_["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": 9731}]}]
+    # issue 52 M4: metrics from the scraper's namespace only (every pod's was let in), and of /run/contend only
+    # the guard's own state (trial pods' bundles are there: rewriting one's config.json is root on the node)
+    assert np_["spec"]["egress"] == [] and np_["spec"]["ingress"] == [{
+        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        "ports": [{"protocol": "TCP", "port": 9731}]}]
     assert np_["spec"]["podSelector"] == ds["spec"]["selector"]
+    paths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    assert paths == {"/sys/fs/cgroup", "/run/contend/guard"}, paths
+    assert contend("cluster", "render-guard", "--out", str(tmp_path / "3"), "--capacity", "259:0=2G",
+                   "--scraper-namespace", "prom").returncode == 0
+    (np_,) = docs(tmp_path / "3", "guard-networkpolicy.yaml")
+    assert np_["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "prom"}
+    one_line_exit_2(contend("cluster", "render-guard", "--out", str(tmp_path / "4"), "--capacity", "259:0=2G",
+                            "--scraper-namespace", "Prom_1"), "--scraper-namespace 'Prom_1'")
     one_line_exit_2(contend("cluster", "render-guard", "--out", str(tmp_path / "2")),
                     "disks: required for a DaemonSet", "--capacity")
 

@@ -105,6 +105,16 @@ def test_compare_gates_on_a_significantly_worse_metric(tmp_path):
     assert w["change"] == pytest.approx(-0.40)
 
 
+def test_compare_prints_what_a_metrics_csv_says_as_text_never_as_markup(tmp_path):
+    """Issue 52 L2: a `[/oops]` in metrics.csv was a Rich traceback; an escape sequence cleared the terminal."""
+    evil = "[/oops][bold]x\x1b[2J"
+    a = results(tmp_path / "a", [row("I_plr", 0.90, 0.85, 0.95, scenario=evil)])
+    b = results(tmp_path / "b", [row("I_plr", 0.30, 0.25, 0.35, scenario=evil)])
+    p = contend("compare", str(a), str(b))
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "[/oops][bold]x?[2J" in p.stdout and "\x1b[2J" not in p.stdout, p.stdout
+
+
 def test_compare_bad_input_is_one_line_exit_2(tmp_path):
     a = results(tmp_path / "a", [row("I_plr", 0.9)])
     other = results(tmp_path / "o", [row("isol_mean", 0.9, runtime="runc", scenario="workload1/contend")])

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from contend.kinds.detect.metrics import Truth, cell_figures, first_use, trial_metrics
+from contend.kinds.detect.metrics import Truth, cell_figures, coverage, first_use, trial_metrics, true_use
 
 from .conftest import contend, needs_root, one_line_exit_2
 
@@ -75,6 +75,59 @@ def test_a_cells_precision_is_over_all_its_blames_and_latency_percentiles_over_f
     f = cell_figures(trials, [0.01] * 4)
     assert f["precision"] == pytest.approx(3 / 4)
     assert f["latency_p50_s"] == pytest.approx(2.0) and f["latency_p95_s"] == pytest.approx(3.8)
+
+
+def test_a_multi_antagonist_trial_is_right_naming_either_and_says_whether_both_were_named():
+    both = Truth(True, "cpu", 10.0, 28.0, 32.0, antagonists=("noisy", "noisy2"))
+    first = {**blame(11.0), "culprits": [["noisy", 0.9]]}
+    later = {**blame(17.0), "culprits": [["noisy", 0.7], ["noisy2", 0.25]]}
+    m = trial_metrics([first, later, blame(20.0, culprit="bystander")], both)
+    assert (m["detected"], m["first_right"], m["all_named"], m["false_blames"]) == (1.0, 1.0, 1.0, 1.0)
+    assert trial_metrics([first], both)["all_named"] == 0.0  # noisy2 never named
+    assert trial_metrics([blame(11.0, culprit="noisy2")], both)["first_right"] == 1.0
+    assert "all_named" not in trial_metrics([first], ATTACK)  # one antagonist: nothing more to say
+
+
+def cumulative(rates: dict[str, list[float]], t0: float = 0.0) -> dict[str, list[tuple[float, float]]]:
+    """Per-period uses as the cumulative readings a trial records, one a second from t0."""
+    out = {}
+    for name, r in rates.items():
+        total, pts = 0.0, [(t0, 0.0)]
+        for k, x in enumerate(r, 1):
+            total += x
+            pts.append((t0 + k, total))
+        out[name] = pts
+    return out
+
+
+def test_true_use_is_each_ones_use_per_period_and_the_host_besides_every_tenant():
+    truth = cumulative({"victim": [1.0, 0.5], "noisy": [0.5, 1.0], "host": [1.7, 2.0]})
+    assert true_use(truth, "victim") == {1.0: {"noisy": 0.5, "host": pytest.approx(0.2)},
+                                         2.0: {"noisy": 1.0, "host": pytest.approx(0.5)}}
+    # the host's busy time read a little below the tenants' sum: never a negative use
+    assert true_use(cumulative({"victim": [1.0], "noisy": [1.0], "host": [1.9]}), "victim")[1.0]["host"] == 0.0
+
+
+def test_coverage_counts_the_harmed_periods_whose_first_culprit_really_took_most_and_the_share_error():
+    # 6 periods: noisy alone 1 CPU (t 1-2), then noisy2 joins with 0.4 (t 3-6); the bystander 0.1 throughout
+    truth = cumulative({"victim": [1.0] * 6, "bystander": [0.1] * 6, "noisy": [1.0] * 6,
+                        "noisy2": [0, 0, 0.4, 0.4, 0.4, 0.4]})
+    right = [["noisy", 0.9], ["bystander", 0.1]]
+    both = [["noisy", 0.65], ["noisy2", 0.25], ["bystander", 0.1]]
+    steps = [(1.0, "blame", right), (2.0, "blame", right),
+             (3.0, "blame", [["noisy2", 0.6], ["noisy", 0.4]]),  # the newcomer first: wrong
+             (4.0, "blame", both), (5.0, "unattributed", []),  # nobody named: not covered
+             (6.0, "blame", both), (7.0, "blame", both)]  # t 7: after the attack, not counted
+    m = coverage(steps, truth, "victim", ("noisy", "noisy2"), 0.0, 6.0)
+    assert m["harmed_periods"] == 6 and m["coverage"] == pytest.approx(4 / 6)
+    # true shares: 1/1.1 and 0 while noisy was alone; 1/1.5 and 0.4/1.5 after
+    both_err = [abs(0.65 - 1 / 1.5), abs(0.25 - 0.4 / 1.5)]
+    err = [abs(0.9 - 1 / 1.1), 0.0] * 2 + [abs(0.4 - 1 / 1.5), abs(0.6 - 0.4 / 1.5)] + both_err + \
+        [1 / 1.5, 0.4 / 1.5] + both_err
+    assert m["share_error"] == pytest.approx(sum(err) / len(err))
+    # a period before the attack, or with no verdict standing, is no harmed period
+    assert coverage([(1.0, "blame", right)], truth, "victim", ("noisy",), 1.0, 6.0)["harmed_periods"] == 0
+    assert math.isnan(coverage([], truth, "victim", ("noisy",), 0.0, 6.0)["coverage"])
 
 
 def test_bad_detect_specs_are_one_line_and_exit_2(tmp_path):

@@ -32,7 +32,7 @@ from contend.report.table import TABLE4, table4
 from contend.spec import Metrics
 from contend.store import DB
 
-from .conftest import needs_root, require
+from .conftest import contend, needs_root, require
 from .reportkit import CHANGE_POINT, LEVELS, OOM_T, isolation_results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "chromium"
@@ -225,6 +225,15 @@ def test_the_page_and_every_figure_from_the_store(results):
     assert html.count("data:image/png;base64,") == len(list(figs.glob("*.png")))
     assert "http://" not in html and "https://" not in html  # nothing fetched: opens offline
     assert "runsc create: synthetic failure" in html and "oom-kill" in html
+
+
+def test_a_results_directory_without_host_json_is_reported_not_a_traceback(results, tmp_path):
+    """Issue 52 L4: an artifact copied without its host.json was a jinja UndefinedError."""
+    copy = tmp_path / "copy"
+    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("host.json", "report.html", "figures"))
+    p = contend("report", str(copy), timeout=180)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "kernel" in (copy / "report.html").read_text()
 
 
 @needs_root  # to switch to the unprivileged user

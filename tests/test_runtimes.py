@@ -101,6 +101,43 @@ def test_a_container_is_at_least_as_strict_as_runc_spec(rt, container):
     assert pids_max == ["4096"], pids_max  # a fork bomb stops in its tenant
 
 
+def test_runc_specs_masked_and_read_only_paths_hold_in_every_runtime(rt, container):
+    """Issue 52 M3: lxc had only `proc:mixed sys:ro`, so its root (host uid 0, no AppArmor here) wrote
+    /proc/irq/*/smp_affinity and read /proc/keys and the ACPI tables. Every masked path of runc's that exists
+    here reads empty; every read-only one refuses a write (even where the write would be a no-op)."""
+    from contend.runtimes.security import MASKED_PATHS
+    if isinstance(rt, Runsc):
+        pytest.skip("gVisor's /proc and /sys are its own kernel's (docs/security.md)")
+    c = container()
+    masked = [m for m in MASKED_PATHS if Path(m).exists()]
+    # a masked file reads 0 bytes, a masked directory lists nothing; a read-only path refuses a write
+    script = "".join(f"echo {m}=$(cat {m} 2>/dev/null | wc -c)/$(ls -A {m} 2>/dev/null | wc -l); " for m in masked)
+    ro = ["/proc/irq/default_smp_affinity", "/proc/sysrq-trigger", "/proc/sys/kernel/hostname"]
+    script += "".join(f"(: > {f}) 2>/dev/null && echo {f}=written || echo {f}=refused; " for f in ro)
+    p = rt.run(c, ["sh", "-c", script])
+    assert p.returncode == 0, p.stderr
+    seen = dict(line.split("=", 1) for line in p.stdout.split())
+    for m in masked:
+        n_bytes, n_entries = seen[m].split("/")
+        assert n_bytes == "0" and (n_entries == "0" or Path(m).is_file()), (m, seen[m])
+    assert all(seen[f] == "refused" for f in ro), seen
+
+
+def test_no_device_but_the_few_a_container_needs(rt, container):
+    """Issue 52 L1: no device deny-all in contend's OCI config; runc adds one itself, crun and youki on v1 left
+    `a *:* rwm` in devices.list. The container may use /dev/null but not make or open the host's disk."""
+    if isinstance(rt, Runsc):
+        pytest.skip("gVisor's devices are its own kernel's")
+    c = container()
+    lists = [d / "devices.list" for d in c.cgroup.dirs() if (d / "devices.list").exists()]
+    for f in lists:  # v1: the controller's list; v2 has none (an eBPF program instead)
+        assert "a *:* rwm" not in f.read_text(), (f, f.read_text())
+    disk = os.stat(next(p for p in ("/dev/vda", "/dev/sda", "/dev/nvme0n1") if os.path.exists(p))).st_rdev
+    p = rt.run(c, ["sh", "-c", f"echo x > /dev/null && echo null-ok; mknod /tmp/d b {os.major(disk)} {os.minor(disk)} "
+                               "2>/dev/null && head -c1 /tmp/d >/dev/null 2>&1 && echo disk-read || echo disk-denied"])
+    assert "null-ok" in p.stdout and "disk-denied" in p.stdout, p.stdout + p.stderr
+
+
 @pytest.mark.parametrize("userns", [True, False])
 def test_a_containers_root_is_not_the_hosts_root(rt, userns):
     """Issue 21: no user namespace, so the container's uid 0 was host root: a root-only file of the host that

@@ -50,6 +50,43 @@ def test_a_store_path_with_a_quote_cannot_run_sql(tmp_path):
     assert not pwned.exists()
 
 
+@pytest.mark.parametrize("what", [
+    "CREATE OR REPLACE VIEW trials AS SELECT content AS trial_id FROM read_text('{secret}')",
+    "CREATE MACRO leak() AS (SELECT content FROM read_text('{secret}'))",
+    "CREATE TABLE stolen AS SELECT 1 AS x"])
+def test_a_store_with_views_macros_or_tables_of_its_own_is_refused_never_read(tmp_path, what):
+    """Issue 52 H1: ATTACH ? stopped injection through the name, but a store's own view ran as root when
+    contend read it: a `trials` view over a root-only file copied the file into a merged store and report.html."""
+    import duckdb
+    secret = tmp_path / "secret"
+    secret.write_text("root-only text")
+    os.chmod(secret, 0o600)
+    art = tmp_path / "art"
+    art.mkdir()
+    Store(art, cell=IsolationCell).close()
+    with duckdb.connect(str(art / DB)) as con:
+        if "VIEW trials" in what:
+            con.execute("DROP TABLE trials")
+        con.execute(what.format(secret=secret))
+    for opener in (lambda: Store(art, read_only=True), lambda: Store(art, cell=IsolationCell)):
+        with pytest.raises(ValueError, match="not a store contend wrote"):
+            opener()
+    (tmp_path / "out").mkdir()
+    with Store(tmp_path / "out", cell=IsolationCell) as store, pytest.raises(ValueError, match="refused"):
+        store.merge(art)
+    p = contend("report", str(art))
+    one_line_exit_2(p, "not a store contend wrote")
+    assert "root-only" not in p.stdout + p.stderr
+
+
+def test_a_store_cannot_reach_a_file_outside_it(tmp_path):
+    """Even a query of contend's own could not read or write outside the store: no file access, no extension
+    autoloaded (DuckDB's own guidance for files from elsewhere)."""
+    import duckdb
+    with Store(tmp_path) as store, pytest.raises(duckdb.Error, match="disabled by configuration"):
+        store.con.execute("SELECT * FROM read_text('/etc/hostname')")
+
+
 def _extract(tmp_path: Path, build) -> Path:
     from contend.cluster.collect import _extract
     buf = io.BytesIO()
@@ -115,6 +152,45 @@ def test_a_directory_source_is_copied_without_following_links(tmp_path):
     assert not (out / "etc").exists() and not (out / "logs" / "shadow").exists()
 
 
+def test_report_never_writes_through_a_link_in_the_results_directory(tmp_path):
+    """Issue 52 M1: a report.html linked to a 0600 file got that file overwritten by root."""
+    from contend.paths import write_text
+    secret = tmp_path / "secret"
+    secret.write_text("keep me")
+    os.chmod(secret, 0o600)
+    (tmp_path / "report.html").symlink_to(secret)
+    with pytest.raises(OSError):
+        write_text(tmp_path / "report.html", "<html>")
+    assert secret.read_text() == "keep me" and stat.S_IMODE(secret.stat().st_mode) == 0o600
+
+
+def test_collect_reads_no_link_and_copies_the_file_it_checked(tmp_path):
+    """Issue 52 M2: a directory source's host.json linked to a root-only file came out 0644 in the output; a
+    file swapped for a link after the check was chmod-ed through it."""
+    from contend.cluster.collect import TRIAL_JSON, CollectError, _dirs
+    from contend.paths import copy_plain
+    secret = tmp_path / "secret"
+    secret.write_text('{"root": "only"}')
+    os.chmod(secret, 0o600)
+    art = tmp_path / "art"
+    art.mkdir()
+    Store(art).close()
+    (art / TRIAL_JSON).write_text(json.dumps({"trial_id": "a", "spec_digest": "d", "status": "ok"}))
+    (art / "host.json").symlink_to(secret)
+    with pytest.raises(CollectError, match="host.json is a link"):
+        _dirs(art, shown=None)
+    (art / "host.json").unlink()
+    (art / TRIAL_JSON).rename(art / "label")
+    (art / TRIAL_JSON).symlink_to(art / "label")
+    with pytest.raises(CollectError, match="not a contend trial label"):
+        _dirs(art, shown=None)
+    link = tmp_path / "log"  # what the walk saw as a file is a link by the time it is copied
+    link.symlink_to(secret)
+    with pytest.raises(OSError):
+        copy_plain(link, tmp_path / "copied")
+    assert not (tmp_path / "copied").exists() and stat.S_IMODE(secret.stat().st_mode) == 0o600
+
+
 def test_a_store_that_is_a_link_is_not_a_trial(tmp_path):
     from contend.cluster.collect import TRIAL_JSON, CollectError, _dirs
     art = tmp_path / "art"
@@ -124,6 +200,41 @@ def test_a_store_that_is_a_link_is_not_a_trial(tmp_path):
     (art / TRIAL_JSON).write_text(json.dumps({"trial_id": "a", "spec_digest": "d", "status": "ok"}))
     with pytest.raises(CollectError, match="without its store"):
         _dirs(art, shown=None)
+
+
+@needs_root
+def test_the_psi_only_watch_runs_as_nobody_and_nobody_cannot_write_a_cgroup(tmp_path):
+    """Issue 52 M4: contend watch --no-ebpf asked for root though it only reads world-readable files, so its
+    DaemonSet ran as uid 0 beside writable v1 controller mounts. As nobody it watches; nobody cannot write the
+    root-owned files a non-recursive read-only mount leaves writable, and eBPF still needs root (one line)."""
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    p = subprocess.run([*nobody, *CONTEND, "watch", "--no-ebpf", "--json", "--duration", "2.5", "-t", "cgroup:*"],
+                       capture_output=True, text=True, timeout=60, cwd="/")
+    assert p.returncode == 0, p.stderr
+    assert "needs root" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+    writable = [f for f in Path("/sys/fs/cgroup").glob("*/cgroup.procs")][:3] or [Path("/sys/fs/cgroup/cgroup.procs")]
+    for f in writable:
+        w = subprocess.run([*nobody, "sh", "-c", f"echo 1 > {f}"], capture_output=True, text=True)
+        assert w.returncode != 0 and "ermission denied" in w.stderr, (f, w.stderr)
+    one_line_exit_2(subprocess.run([*nobody, *CONTEND, "watch", "--duration", "1"], capture_output=True, text=True,
+                                   timeout=60, cwd="/"), "needs root", "--no-ebpf")
+
+
+def test_root_reads_no_link_a_container_left_in_its_data_directory(tmp_path):
+    """Issue 52 L3: a tenant's /data is the container's to write: a server.log or fio log it made a link to a
+    root-only file was read by root into the store and the failure message."""
+    from contend.kinds.protection.trial import read_io_log
+    from contend.load.database import last_log_line
+    secret = tmp_path / "secret"
+    secret.write_text("1000,5000000,0,4096\nFATAL root-only text\n")
+    os.chmod(secret, 0o600)
+    (tmp_path / "server.log").symlink_to(secret)
+    (tmp_path / "victim_lat.1.log").symlink_to(secret)
+    assert last_log_line(tmp_path) == "no server log"
+    assert len(read_io_log(tmp_path / "victim_lat.1.log")) == 0
+    (tmp_path / "server.log").unlink()
+    (tmp_path / "server.log").write_text("ok\nFATAL: its own\n")  # its own file is read as before
+    assert last_log_line(tmp_path) == "FATAL: its own"
 
 
 # ------------------------------------------------------------------ cgroups
@@ -166,7 +277,7 @@ def test_a_guard_capacity_of_zero_nan_or_inf_is_exit_2(capacity, words):
     one_line_exit_2(contend("guard", "-t", "contend", "--capacity", f"254:0={capacity}", "--metrics", "off"), *words)
 
 
-@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "0", "1e400"])
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "0", "1e400", "9" * 400])
 def test_a_guard_config_capacity_of_inf_is_exit_2(tmp_path, value):
     cfg = tmp_path / "guard.yaml"
     cfg.write_text(f"targets: [contend]\ndisks:\n  - device: '254:0'\n    capacity: {value}\n")

@@ -539,7 +539,8 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     if capacity and not guard:
         fail("--capacity: only with --guard")
     given = _guard_capacities(capacity)
-    need_root("contend watch")
+    if ebpf or guard:  # the PSI-only watch reads world-readable files: any user may run it (a DaemonSet's nobody)
+        need_root("contend watch" + (" --guard" if guard else " (eBPF: --no-ebpf watches without root)"))
     capacities = _guard_disks(given) if guard else {}
     try:
         out = open(record, "x") if record is not None else None
@@ -624,13 +625,18 @@ IMAGE_HELP = "The contend image the pods run (built from deploy/Dockerfile and p
 NS_HELP = "Namespace of the pods (the Argo controller must watch it)."
 
 
+SCRAPER_HELP = ("The namespace of the Prometheus that scrapes the metrics: the only one the NetworkPolicy lets in "
+                "(its kubernetes.io/metadata.name label).")
+
+
 def _options(image: Optional[str], namespace: str, node_label: str, **kw):
     from .cluster.render import Options, k8s_name
     key = node_label.partition("=")[0]
     if node_label and not key.strip():
         fail(f"--node-label {node_label!r}: expected KEY or KEY=VALUE")
-    if k8s_name(namespace) != namespace:
-        fail(f"--namespace {namespace!r}: not a Kubernetes name (lowercase letters, digits, '-')")
+    for flag, ns in (("--namespace", namespace), ("--scraper-namespace", kw.get("scraper_namespace", namespace))):
+        if k8s_name(ns) != ns:
+            fail(f"{flag} {ns!r}: not a Kubernetes name (lowercase letters, digits, '-')")
     return Options(**({"image": image} if image else {}), namespace=namespace, node_label=node_label, **kw)
 
 
@@ -741,7 +747,8 @@ def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Dire
                          capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
                                                             help="The nodes' disk and what it delivers, e.g. "
                                                                  "259:0=2G (repeatable; or disks: in --config). "
-                                                                 "Required.")):
+                                                                 "Required."),
+                         scraper_namespace: str = typer.Option("monitoring", help=SCRAPER_HELP)):
     """A DaemonSet that runs `contend guard` on every node but the control plane's, its config in a
     ConfigMap, a headless Service that names the metrics port (for a Prometheus ServiceMonitor) and a
     NetworkPolicy that lets only metrics in. The guard runs without privileges or capabilities. Checked
@@ -766,7 +773,7 @@ def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Dire
     if not cfg.disks:
         fail(f"{source}: disks: required for a DaemonSet (without them every node would calibrate its disk at "
              "once, at its first start): --capacity MAJ:MIN=RATE, or disks: in --config")
-    opt = _options(image, namespace, node_label)
+    opt = _options(image, namespace, node_label, scraper_namespace=scraper_namespace)
     _write_valid(out, guard_manifests(cfg.model_dump(mode="json"), opt))
     console.print(f"next: kubectl apply -f {out}; metrics on port {METRICS_PORT} of each pod "
                   f"(Service contend-guard-metrics, port name metrics)", highlight=False)
@@ -780,7 +787,8 @@ def cluster_render_watch(out: Path = typer.Option(..., "--out", "-o", help="Dire
                          image: Optional[str] = typer.Option(None, help=IMAGE_HELP + " Default contend:VERSION."),
                          namespace: str = typer.Option("kube-system", help="Namespace of the DaemonSet."),
                          node_label: str = typer.Option("", metavar="KEY=VALUE",
-                                                        help="Only nodes with this label (default: every node).")):
+                                                        help="Only nodes with this label (default: every node)."),
+                         scraper_namespace: str = typer.Option("monitoring", help=SCRAPER_HELP)):
     """A DaemonSet that runs `contend watch` on every node but the control plane's: its verdicts as JSON lines in
     each pod's log, Prometheus on port 9733 (a headless Service names it), a NetworkPolicy that lets only metrics
     in. Unprivileged and read-only like the guard, so without eBPF: on cgroup v2 nodes the CPU symptom is each
@@ -793,7 +801,8 @@ def cluster_render_watch(out: Path = typer.Option(..., "--out", "-o", help="Dire
         fail(str(e))
     if any(t.startswith(("docker:", "podman:", "contend")) for t in targets):
         fail("--target: on a Kubernetes node use cgroup:PATH or a cgroup glob")
-    _write_valid(out, watch_manifests(_options(image, namespace, node_label), targets))
+    _write_valid(out, watch_manifests(_options(image, namespace, node_label, scraper_namespace=scraper_namespace),
+                                      targets))
     console.print(f"next: kubectl apply -f {out}; verdicts in each pod's log (kubectl logs -n {namespace} "
                   f"ds/contend-watch), metrics on port {WATCH_PORT} (Service contend-watch-metrics)", highlight=False)
 
@@ -824,8 +833,11 @@ def cluster_collect(sources: list[Path] = typer.Argument(..., metavar="SOURCE...
     results directory: the store with every trial, metrics.csv, tables and report.html, as contend run
     writes them. Says which planned trials are missing. Exit 0 all there and ok, 1 some missing or failed,
     2 sources that do not fit together (another study, a trial not in the plan)."""
+    from rich.text import Text
+
     from .cluster.collect import CollectError, collect
     from .kinds import refresh
+    from .report.table import untrusted
     from .store import Store
     try:
         got = collect(sources, out)
@@ -834,15 +846,17 @@ def cluster_collect(sources: list[Path] = typer.Argument(..., metavar="SOURCE...
     with Store(out) as store:
         written = refresh(out, store, title=got.title)
     console.print(written.table)
+    # what the artifacts say (ids, nodes, reasons) is theirs: printed as text, never as markup (report.table)
     for tid in got.duplicates:
-        console.print(f"[yellow]{tid}[/yellow] was found more than once; one copy kept", highlight=False)
+        console.print(Text.assemble(untrusted(tid), " was found more than once; one copy kept"), highlight=False)
     for a in got.failed:
-        console.print(f"[red]failed[/red] {a.meta['trial_id']} on {a.meta.get('node', '?')}: "
-                      f"{a.meta.get('reason', '')}",
-                      highlight=False)
+        m = a.meta
+        console.print(Text.assemble(("failed ", "red"), untrusted(f"{m['trial_id']} on {m.get('node', '?')}: "
+                                                                  f"{m.get('reason', '')}")), highlight=False)
     if got.missing:
-        console.print(f"[yellow]missing[/yellow] {len(got.missing)} of {len(got.planned)} trials: "
-                      + ", ".join(got.missing[:10]) + (" …" if len(got.missing) > 10 else ""), highlight=False)
+        console.print(Text.assemble(("missing ", "yellow"), untrusted(
+            f"{len(got.missing)} of {len(got.planned)} trials: " + ", ".join(got.missing[:10])
+            + (" …" if len(got.missing) > 10 else ""))), highlight=False)
     console.print(f"{len(got.taken)} of {len(got.planned)} trials from "
                   f"{len({a.meta.get('node') for a in got.taken})} node(s)\nmetrics: {out / 'metrics.csv'}\n"
                   f"report:  {written.path}", highlight=False)

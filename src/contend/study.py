@@ -18,7 +18,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from .doctor import facts
 from .faults import checkpoint
 from .interrupts import INTERRUPTED
-from .paths import DATA, free_space
+from .paths import DATA, free_space, write_text
 from .report.page import Written, fewer_repetitions
 from .spec import SpecError, StudyKind, dump
 from .store import Cell, Store
@@ -100,7 +100,7 @@ class Study:
         report and exit code however it ends (Ctrl-C keeps what finished)."""
         con = self.console
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "spec.yaml").write_text(dump(self.spec))
+        write_text(self.dir / "spec.yaml", dump(self.spec))
         self.failed, self.total, interrupted = 0, 0, False
         stopped = ""  # why the study could not go on: a host tool failed outside any trial (calibration, say)
         store = Store(self.dir, cell=self.cell)
@@ -108,7 +108,7 @@ class Study:
             checkpoint("start")
             with con.status("looking at this host (a container per runtime)"):
                 host_facts = facts(try_runtimes=True, try_probes=False)
-            (self.dir / "host.json").write_text(json.dumps(host_facts, indent=2))
+            write_text(self.dir / "host.json", json.dumps(host_facts, indent=2))
             checkpoint("host-facts")
             self.execute(store, host_facts)
         except KeyboardInterrupt:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..kinds import load, study_for
+from ..paths import copy_plain, open_existing, write_text
 from ..spec import SpecError, digest, dump
 from ..store import DB, Store
 
@@ -39,7 +40,7 @@ def write_trial_json(directory: Path, spec, trial_id: str, runtime: str, exit_co
            "status": rec["status"] if rec else "not run",
            "reason": rec["reason"] if rec else "interrupted before it was recorded", "exit_code": exit_code,
            "contend": __version__}
-    (directory / TRIAL_JSON).write_text(json.dumps(doc, indent=2))
+    write_text(directory / TRIAL_JSON, json.dumps(doc, indent=2))
     return doc
 
 
@@ -126,12 +127,16 @@ def _dirs(root: Path, shown: Path | None) -> list[Artifact]:
     out = []
     for tj in sorted(root.rglob(TRIAL_JSON)):
         try:
-            meta = json.loads(tj.read_text())
+            with open_existing(tj) as f:  # a label that is a link to a root-only file is no label
+                meta = json.loads(f.read())
             meta["trial_id"], meta["spec_digest"], meta["status"]  # noqa: B018 (the keys it must have)
         except (OSError, json.JSONDecodeError, KeyError, TypeError):
             raise CollectError(f"{shown or tj}: {TRIAL_JSON} is not a contend trial label") from None
         if (tj.parent / DB).is_symlink() or not (tj.parent / DB).is_file():
             raise CollectError(f"{shown or tj.parent}: a trial label without its store ({DB})")
+        links = [n for n in ("spec.yaml", "host.json") if (tj.parent / n).is_symlink()]
+        if links:  # what root reads from a directory it did not write is a file of its own, never a link
+            raise CollectError(f"{shown or tj.parent}: its {links[0]} is a link: refused")
         meta["source"] = str(shown or tj.parent)
         out.append(Artifact(tj.parent, meta))
     return out
@@ -169,11 +174,14 @@ def collect(sources: list[Path], out: Path) -> Collected:
             raise CollectError(f"{next(a.meta['source'] for a in chosen if a.meta['trial_id'] == stray[0])}: "
                                f"trial {stray[0]!r} is not in the study's plan")
         out.mkdir(parents=True, exist_ok=True)
-        (out / "spec.yaml").write_text(dump(spec))
+        write_text(out / "spec.yaml", dump(spec))
         _write_hosts(out, chosen)
         with Store(out, cell=study.cell) as store:
             for a in chosen:
-                store.merge(a.path)
+                try:
+                    store.merge(a.path)
+                except ValueError as e:  # a store of another kind, an older contend's, or not contend's at all
+                    raise CollectError(str(e)) from None
                 _copy_extras(a.path, out)
     taken = {a.meta["trial_id"] for a in chosen}
     return Collected(planned, sorted(chosen, key=lambda a: planned.index(a.meta["trial_id"])),
@@ -202,15 +210,16 @@ def _write_hosts(out: Path, arts: list[Artifact]) -> None:
     facts: dict = {}
     for a in arts:
         try:
-            facts = json.loads((a.path / "host.json").read_text())
+            with open_existing(a.path / "host.json") as f:
+                facts = json.loads(f.read())
             break
         except (OSError, json.JSONDecodeError):
             continue
     nodes = sorted({a.meta.get("node", "?") for a in arts})
     if facts.get("host"):
         facts["host"]["hostname"] = ", ".join(nodes) if len(nodes) > 1 else nodes[0]
-    (out / "host.json").write_text(json.dumps(facts, indent=2))
-    (out / "nodes.json").write_text(json.dumps({a.meta["trial_id"]: a.meta.get("node", "?") for a in arts}, indent=2))
+    write_text(out / "host.json", json.dumps(facts, indent=2))
+    write_text(out / "nodes.json", json.dumps({a.meta["trial_id"]: a.meta.get("node", "?") for a in arts}, indent=2))
 
 
 def _copy_extras(src: Path, out: Path) -> None:
@@ -230,5 +239,7 @@ def _copy_plain(src: Path, dest: Path) -> None:
         for p in src.iterdir():
             _copy_plain(p, dest / p.name)
     elif src.is_file():
-        shutil.copyfile(src, dest, follow_symlinks=False)
-        dest.chmod(0o644)
+        try:  # what was checked above may have become a link since: the copy itself follows none
+            copy_plain(src, dest)
+        except OSError:
+            return

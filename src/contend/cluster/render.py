@@ -30,10 +30,13 @@ METRICS_PORT = 9731
 HOST_PATHS = {"cgroup": ("/sys/fs/cgroup", "Directory"), "tracing": ("/sys/kernel/tracing", "Directory"),
               "debugfs": ("/sys/kernel/debug", "Directory"), "modules": ("/lib/modules", "Directory"),
               "contend-home": ("/var/lib/contend", "DirectoryOrCreate"),
-              "contend-state": ("/run/contend", "DirectoryOrCreate")}
+              "contend-state": ("/run/contend", "DirectoryOrCreate"),
+              # the guard's own state only: the rest of /run/contend holds trial pods' bundles (rewriting a
+              # bundle's config.json is root on the node: issue 52 M4)
+              "contend-guard-state": ("/run/contend/guard", "DirectoryOrCreate")}
 READ_ONLY = {"modules"}
 # the guard writes caps and keeps its state; it traces nothing and, its disks configured, calibrates nothing
-GUARD_HOST_PATHS = ("cgroup", "contend-state")
+GUARD_HOST_PATHS = ("cgroup", "contend-guard-state")
 
 
 def host_volumes(names) -> list[dict]:
@@ -57,6 +60,7 @@ class Options:
     parallelism: int | None = None  # at most this many trials at once (default: one per labelled node)
     artifact_prefix: str = "contend"  # keys in the artifact repository: PREFIX/<workflow>/trials/<id>.tgz
     service_account: str = "contend"
+    scraper_namespace: str = "monitoring"  # the only namespace a node daemon's metrics port admits
 
 
 def k8s_name(text: str, limit: int = 50) -> str:
@@ -177,6 +181,10 @@ CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 # /proc/diskstats need: root's uid and no capability at all
 GUARD_SECURITY = {"privileged": False, "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                   "runAsUser": 0, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+# the PSI-only watch reads world-readable files: nobody's uid. Its cgroup mount is read-only, and what stays
+# writable below it on a v1 node (the controllers' own mounts: readOnly is not recursive on Kubernetes 1.28, the
+# schema contend checks against) is root's files, which uid 65534 without capabilities cannot write
+WATCH_SECURITY = {**GUARD_SECURITY, "runAsUser": 65534, "runAsGroup": 65534, "runAsNonRoot": True}
 
 
 def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
@@ -199,12 +207,13 @@ def watch_manifests(opt: Options, targets: tuple[str, ...] = WATCH_TARGETS) -> d
     command = ["contend", "watch", "--json", "--no-ebpf", "--metrics", f"0.0.0.0:{WATCH_PORT}"]
     for t in targets:
         command += ["-t", t]
-    return node_daemon("watch", command, WATCH_PORT, opt, ("cgroup",), read_only={"cgroup"}, grace_s=10)
+    return node_daemon("watch", command, WATCH_PORT, opt, ("cgroup",), read_only={"cgroup"}, grace_s=10,
+                       security=WATCH_SECURITY)
 
 
 def node_daemon(app: str, command: list[str], port: int, opt: Options, host_paths: tuple[str, ...],
                 config: dict[str, str] | None = None, read_only: set[str] = frozenset(),
-                grace_s: int = 30) -> dict[str, list[dict]]:
+                grace_s: int = 30, security: dict = GUARD_SECURITY) -> dict[str, list[dict]]:
     """A contend daemon on every node but the control plane's: its DaemonSet (unprivileged, no token), its
     config in a ConfigMap if it has one, a NetworkPolicy that lets only its metrics in, a Service naming the
     metrics port."""
@@ -224,7 +233,7 @@ def node_daemon(app: str, command: list[str], port: int, opt: Options, host_path
             "name": app, "image": opt.image, "command": command,
             "ports": [{"name": "metrics", "containerPort": port, "protocol": "TCP"}],
             "readinessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 10},
-            "securityContext": GUARD_SECURITY, "volumeMounts": mounts,
+            "securityContext": security, "volumeMounts": mounts,
             "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}}],
         "volumes": volumes,
     }
@@ -240,11 +249,14 @@ def node_daemon(app: str, command: list[str], port: int, opt: Options, host_path
                                    "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": name}},
                                             "updateStrategy": {"type": "RollingUpdate"},
                                             "template": {"metadata": {"labels": labels}, "spec": pod}}}],
-        # metrics in, nothing out: the daemon reads (and the guard writes) files of its node only
+        # metrics in from the scraper's namespace only, nothing out: the daemon reads (and the guard writes) files
+        # of its node only
         f"{app}-networkpolicy.yaml": [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta,
                                        "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": name}},
                                                 "policyTypes": ["Ingress", "Egress"],
-                                                "ingress": [{"ports": [{"protocol": "TCP", "port": port}]}],
+                                                "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {
+                                                    "kubernetes.io/metadata.name": opt.scraper_namespace}}}],
+                                                    "ports": [{"protocol": "TCP", "port": port}]}],
                                                 "egress": []}}],
         f"{app}-service.yaml": [{"apiVersion": "v1", "kind": "Service",
                                  "metadata": {**meta, "name": f"{name}-metrics"},

@@ -25,7 +25,10 @@ UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 1 << 10, "mi": 1 
 def parse_rate(text: str | float | int) -> float:
     """'800M', '1.5G', '500Mi', 1e9 → bytes/s (decimal units, as fio's; 'i' for binary)."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
+        try:
+            return float(text)
+        except OverflowError:  # YAML's 400-digit integer: too big for any disk (issue 52 L4)
+            return math.inf
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kKmMgGtT]i?)?[bB]?(?:/s)?\s*", str(text))
     if not m:
         raise ValueError(f"not a rate: {text!r} (e.g. 800M, 1.5G, 500Mi)")

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import HOME
+from ..paths import HOME, open_new
 from ..runtimes import Container, Runtime, RuntimeFailed
 from ..tools import exit_reason, last_line, run_tool
 
@@ -176,7 +176,9 @@ def start_in(runtime: Runtime, c: Container, data_dir: Path, args: list[str],
              report_ms: int = REPORT_MS) -> Agent:
     """The agent in a tenant: copied into its /data, started with `args` (a mode and its arguments)."""
     dst = data_dir / Path(IN_CONTAINER).name
+    if dst.is_symlink():  # the container's directory: a link it left there is not written through (issue 52 L3)
+        dst.unlink()
     if not dst.exists():
-        shutil.copy(build_agent(), dst)
-        dst.chmod(0o755)
+        with open(build_agent(), "rb") as a, open_new(dst, "wb", perm=0o755) as b:
+            shutil.copyfileobj(a, b)
     return Agent.start([IN_CONTAINER, "-i", str(report_ms), *args], lambda argv, **kw: runtime.exec(c, argv, **kw))

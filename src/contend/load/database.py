@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..paths import open_existing
 from ..runtimes import RuntimeFailed
 
 
@@ -87,7 +88,8 @@ class Database(ABC):
 def last_log_line(data: Path) -> str:
     """The server log's reason: its last FATAL or ERROR line, else its last line."""
     try:
-        lines = (data / "server.log").read_text(errors="replace").strip().splitlines()
+        with open_existing(data / "server.log", errors="replace") as f:  # the container's: no link followed
+            lines = f.read().strip().splitlines()
     except OSError:
         return "no server log"
     bad = [x for x in lines if "FATAL" in x or "ERROR" in x]

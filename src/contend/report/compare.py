@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ..metrics.compare import Comparison, compare, regressions, tally
 from ..store import METRICS_CSV, read_metrics_csv
-from .table import cell
+from .table import cell, untrusted
 
 __all__ = ["as_json", "compare_dirs", "regressions", "rich_compare"]
 
@@ -49,7 +49,7 @@ def _side(c) -> str:
 def rich_compare(a: Path, b: Path, comps: list[Comparison], show_all: bool) -> Group:
     """The changed cells (every cell with show_all) and a line of counts."""
     shown = comps if show_all else [c for c in comps if c.verdict in ("worse", "better")]
-    t = Table(title=f"A = {a}   B = {b}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+    t = Table(title=untrusted(f"A = {a}   B = {b}"), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
               collapse_padding=True)
     t.add_column("cell", no_wrap=True)  # runtime/scenario/resource/view
     t.add_column("metric", no_wrap=True)
@@ -60,7 +60,8 @@ def rich_compare(a: Path, b: Path, comps: list[Comparison], show_all: bool) -> G
     for c in shown:
         change = "" if c.change != c.change else f"{c.change:+.2f}"
         overlap = {True: "yes", False: "no", None: "—"}[c.overlap]
-        t.add_row("/".join((c.runtime, c.scenario, c.resource, c.view)), c.metric, _side(c.a), _side(c.b),
+        t.add_row(untrusted("/".join((c.runtime, c.scenario, c.resource, c.view))), untrusted(c.metric), _side(c.a),
+                  _side(c.b),
                   change, overlap, Text(c.verdict, style=STYLE[c.verdict]))
     counts = tally(comps)
     summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n)

@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..metrics import Curve, reference_point
+from ..paths import open_new
 from ..resources import RESOURCES
 from .table import ESCAPED
 
@@ -24,8 +25,9 @@ def save(fig: Figure, path: Path) -> Path:
     """Write path.png and path.svg (path has no suffix of its own: trial ids contain dots); returns the PNG."""
     path.parent.mkdir(parents=True, exist_ok=True)
     png = path.with_name(path.name + ".png")
-    fig.savefig(png, bbox_inches="tight")
-    fig.savefig(path.with_name(path.name + ".svg"), bbox_inches="tight")
+    for out, fmt in ((png, "png"), (path.with_name(path.name + ".svg"), "svg")):
+        with open_new(out, "wb") as f:
+            fig.savefig(f, format=fmt, bbox_inches="tight")
     plt.close(fig)
     return png
 

@@ -14,6 +14,7 @@ import yaml
 from rich.console import Group
 
 from ..metrics import aggregate
+from ..paths import write_text
 from ..store import METRICS_CSV, Store, write_metrics_csv
 
 
@@ -21,14 +22,16 @@ def write_page(directory: Path, template: str, embedded: list[dict], **context) 
     """embedded: the figures, dicts with a "png" path each; they get their "data" (base64) here."""
     for f in embedded:
         f["data"] = base64.b64encode(f["png"].read_bytes()).decode()
-    env = jinja2.Environment(loader=jinja2.PackageLoader("contend.report", "templates"), autoescape=True)
+    # a host.json missing or cut short (an artifact copied by hand) leaves its facts blank, not a traceback
+    env = jinja2.Environment(loader=jinja2.PackageLoader("contend.report", "templates"), autoescape=True,
+                             undefined=jinja2.ChainableUndefined)
     spec = read_yaml(directory / "spec.yaml")
     html = env.get_template(template).render(
         name=spec.get("name", directory.name), description=spec.get("description", ""),
         host=read_json(directory / "host.json"), written=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         **context)
     out = directory / "report.html"
-    out.write_text(html)
+    write_text(out, html)
     return out
 
 

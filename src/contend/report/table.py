@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Iterable
@@ -49,6 +50,15 @@ def pivot(rows: list[dict], failures: dict[tuple, str] | None = None) -> list[di
 
 # ---------------------------------------------------------------- Volpert et al. Table 4
 TABLE4 = ("I_intFree", "I_plr", "S_I")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # a terminal's escapes, kept: tab and newline
+
+
+def untrusted(text) -> Text:
+    """A string from a file contend did not write (metrics.csv, trial.json) as plain text: never Rich markup (a
+    `[/oops]` was a traceback), never a terminal escape (one cleared the screen): issue 52 L2."""
+    return Text(CONTROL.sub("?", str(text)))
+
+
 ESCAPED = 1.05  # escape ratio above which a cell is flagged: the disruptive tenant got more than its limit
 VIEW_ORDER = ("ebpf", "host", "guest")
 SPEEDUP = 1.05  # host_speedup above which a CPU cell's guest view is flagged: the host, not a neighbour, changed

@@ -1,9 +1,13 @@
 """Runtimes built from an upstream release, next to the distribution's (issue 24): `runc@1.5.2` beside
 Debian's runc 1.1.5, and gVisor of 2026-09-05 beside Debian's runsc of 2022, on its two platforms:
 `runsc@20260905` (systrap, gVisor's default since 2023) and `runsc@20260905-ptrace` (one binary, two names).
-Each is pinned by its module version (the Go checksum database verifies the source `go install` fetches),
-built into contend's own cache, never over a distribution binary, and recorded with the sha256 of what was
-built: a cached binary whose checksum no longer matches is not used.
+Each is pinned by its module version and, for Go, by the module's digest kept here (`sum`, go.sum's h1:
+hash of the source, checked with `go mod download` before the build: the Go checksum database vouches only for
+what the module proxy serves, this for what contend's authors reviewed; issue 52 L5); a crate by its version
+with `cargo install --locked` (the registry's checksums and the crate's own lock file: no digest of contend's).
+Built into contend's own cache, never over a distribution binary, and recorded with the sha256 of what was
+built: that detects a cached binary changed since (corruption), not a tampered source; a binary whose checksum
+no longer matches is not used.
 
     .venv/bin/python -m contend.runtimes      # build every one missing (make setup runs it)
 """
@@ -38,6 +42,8 @@ class Build:
     cache: str = ""  # the cache directory, when builds share one binary (gVisor's platforms); else its name
     toolchain: str = "go"  # or "cargo"
     minutes: int = 1  # how long its build took on the 2-CPU development VM (said before a study builds it)
+    sum: str = ""  # Go: the module's h1: digest (go.sum's), checked before the build
+    root: str = ""  # Go: the module the package is in, when not `module` itself (gVisor's runsc)
     cgo: bool = True  # runc links libseccomp; gVisor's sandbox re-executes itself in an empty chroot, where a
     # dynamically linked binary finds no loader ("fork/exec /proc/self/exe: no such file or directory")
 
@@ -56,11 +62,13 @@ class Build:
 
 BUILDS = {b.name: b for b in (
     Build("runc@1.5.2", "runc", "github.com/opencontainers/runc", "v1.5.2", tags="seccomp",
-          ldflags="-X main.version=1.5.2", needs=("libseccomp-dev",), minutes=1),
+          ldflags="-X main.version=1.5.2", needs=("libseccomp-dev",), minutes=1,
+          sum="h1:eUUowc2WJCnFYzI87C1WqRcu356Dk/wsoi90y+2wEfE="),
     # gVisor's `go` branch (its Go-buildable tree, generated files included): the module proxy's latest
     *(Build(f"runsc@{GVISOR_DATE}{suffix}", "runsc", "gvisor.dev/gvisor/runsc", GVISOR,
             ldflags=f"-X gvisor.dev/gvisor/runsc/version.version=go-{GVISOR_DATE}",
-            args=(f"--platform={platform}",), cache=f"runsc@{GVISOR_DATE}", cgo=False, minutes=2)
+            args=(f"--platform={platform}",), cache=f"runsc@{GVISOR_DATE}", cgo=False, minutes=2,
+            sum="h1:AU5+CtCvnBnxdZRNcZt1NfSLqgkXZVT3N/u6u1aXg44=", root="gvisor.dev/gvisor")
       for suffix, platform in (("", "systrap"), ("-ptrace", "ptrace"))),
     # youki with both cgroup versions and seccomp; not systemd's cgroup driver (contend drives cgroupfs) nor
     # the eBPF device filter of v2 (a v2 host's device rules are then not enforced by youki: docs/runtimes.md)
@@ -120,6 +128,19 @@ def install(b: Build, into: str) -> tuple[list[str], dict[str, str], Path]:
     return argv, env, Path(into) / Path(b.module).name
 
 
+def check_source(b: Build, timeout: float = 600) -> None:
+    """A Go build's source, fetched into the module cache, matches the digest kept in contend (ToolFailed if
+    not, or if it cannot be fetched)."""
+    if b.toolchain != "go" or not b.sum:
+        return
+    mod = f"{b.root or b.module}@{b.version}"
+    out = run_tool(["go", "mod", "download", "-json", mod], f"building {b.name}", timeout=timeout).stdout
+    got = json.loads(out).get("Sum", "")
+    if got != b.sum:
+        raise ToolFailed(f"checking {b.name}'s source", "go", f"says {mod} is {got or 'unknown'}; contend pins "
+                                                               f"{b.sum}: not built")
+
+
 def build(b: Build, timeout: float = 2400) -> Path:
     """Build the release into a fresh directory, then move it into the cache with its record. Raises
     ToolFailed (the toolchain missing, the source not reachable, the build failing) after recording why."""
@@ -129,6 +150,7 @@ def build(b: Build, timeout: float = 2400) -> Path:
     with tempfile.TemporaryDirectory(dir=b.directory) as tmp:
         argv, env, out = install(b, tmp)
         try:
+            check_source(b)
             run_tool(argv, f"building {b.name}", timeout=timeout, env=env)
         except ToolFailed as e:
             b.manifest.write_text(json.dumps({"version": b.version, "failed": str(e)}))

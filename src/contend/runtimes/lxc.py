@@ -10,12 +10,17 @@ from ..cgroups import Limits
 from . import base
 from .base import Container, ContainerSpec, Runtime, RuntimeFailed
 from .rootfs import host_binds, make_rootfs
-from .security import DENIED, NOFILE, pids_limit, secrets
+from .security import DENIED, MASKED_PATHS, NOFILE, READONLY_PATHS, pids_limit, secrets
+
+# every device denied but those runc allows a container (null, zero, full, tty, console, ptmx, random, urandom,
+# pts), as lxc's own common.conf does; lxc otherwise leaves devices.list at `a *:* rwm` (issue 52 L1)
+DEVICES = (("deny", "a"), *(("allow", f"c {d} rwm") for d in ("1:3", "1:5", "1:7", "5:0", "5:1", "5:2", "1:8",
+                                                             "1:9", "136:*")))
 
 
 def lxc_cgroup_keys(limits: Limits, v2: bool) -> list[tuple[str, str]]:
     """Limits as lxc.cgroup.* (v1) or lxc.cgroup2.* (v2) keys."""
-    keys: list[tuple[str, str]] = []
+    keys: list[tuple[str, str]] = [(f"devices.{k}", v) for k, v in DEVICES]
     if v2:
         if limits.cpu is not None:
             keys.append(("cpu.max", f"{int(limits.cpu * limits.cpu_period_us)} {limits.cpu_period_us}"))
@@ -81,9 +86,15 @@ class Lxc(Runtime):
         ]
         for src in host_binds():
             lines.append(("lxc.mount.entry", f"{src} {src.lstrip('/')} none ro,bind,nosuid,nodev 0 0"))
-        for p in secrets():  # masked as runc masks them
+        # the host's secrets, and runc's masked paths of /proc and /sys (after lxc.mount.auto's mounts, which
+        # entries follow), masked as runc masks them; runc's read-only ones bound read-only (proc:mixed covers
+        # /proc/sys and /proc/sysrq-trigger; /proc/irq & co. are the host's own, not namespaced): issue 52 M3
+        for p in (*secrets(), *(m for m in MASKED_PATHS if Path(m).exists())):
             lines.append(("lxc.mount.entry", f"tmpfs {p.lstrip('/')} tmpfs ro,nosuid,nodev,noexec,size=0 0 0"
                           if Path(p).is_dir() else f"/dev/null {p.lstrip('/')} none ro,bind 0 0"))
+        for p in READONLY_PATHS:
+            if Path(p).is_dir():
+                lines.append(("lxc.mount.entry", f"{p} {p.lstrip('/')} none ro,bind,nosuid,nodev,noexec 0 0"))
         if spec.data_dir is not None:
             lines.append(("lxc.mount.entry", f"{spec.data_dir} data none rw,bind,nosuid,nodev 0 0"))
         lines += lxc_cgroup_keys(spec.limits, self.host.mode == "v2")

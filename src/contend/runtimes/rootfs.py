@@ -46,6 +46,9 @@ def oci_resources(limits: Limits) -> dict:
     if limits.memory is not None:
         res["memory"] = {"limit": limits.memory}
     res["pids"] = {"limit": pids_limit(limits.pids)}
+    # every device denied, as `runc spec` writes it; the runtime adds back the few a container needs (/dev/null,
+    # zero, full, random, urandom, tty, pts). Without it crun and youki on v1 left `a *:* rwm` (issue 52 L1)
+    res["devices"] = [{"allow": False, "access": "rwm"}]
     io: dict = {}
     for lim in limits.io:
         major, minor = (int(x) for x in lim.device.split(":"))

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..faults import checkpoint
 from ..measured import Samples, StepWindow
+from ..paths import open_new
 from .cells import Cell
 
 DB = "contend.duckdb"
@@ -43,6 +44,17 @@ CREATE TABLE IF NOT EXISTS metrics (
     runtime VARCHAR, scenario VARCHAR, resource VARCHAR, view VARCHAR, metric VARCHAR,
     value DOUBLE, ci_low DOUBLE, ci_high DOUBLE, n INTEGER);
 """
+
+
+# a store may come from elsewhere (cluster collect, report DIR, compare, --resume): DuckDB runs what its views
+# and macros say, so no file outside it may be reached and no extension loaded, and anything but contend's own
+# tables is refused before a query touches it (issue 52, H1)
+SAFE = {"enable_external_access": False, "autoload_known_extensions": False, "autoinstall_known_extensions": False}
+TABLES = {"trials", "steps", "samples", "events", "trial_metrics", "metrics", "trials_before_cells"}
+
+
+class ForeignStore(ValueError):
+    """A store that holds more than contend's own tables: never read."""
 
 
 COMMON = ("trial_id", "kind", "runtime", "repetition", "status", "reason", "started_at", "ended_at", "capacity",
@@ -74,7 +86,12 @@ class Store:
         path = self.dir / DB
         if read_only and not path.exists():
             raise FileNotFoundError(f"{self.dir}: no {DB} (not a contend results directory)")
-        self.con = duckdb.connect(str(path), read_only=read_only)
+        self.con = duckdb.connect(str(path), read_only=read_only, config=SAFE)
+        try:
+            self._refuse_foreign()
+        except ForeignStore:
+            self.con.close()
+            raise
         self.read_only = read_only
         self.cell: type[Cell] | None = None
         if not read_only and not self.legacy():
@@ -90,6 +107,21 @@ class Store:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def _refuse_foreign(self) -> None:
+        """Only contend's tables (its cells' `cells_<kind>` too): a view, a macro, a sequence or another table is
+        what a crafted store would run as root."""
+        q = self.con.execute
+        found = [f"view {r[0]}" for r in q("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
+        found += [f"macro {r[0]}" for r in q("SELECT function_name FROM duckdb_functions() WHERE NOT internal "
+                                              "AND function_type IN ('macro', 'table_macro')").fetchall()]
+        found += [f"sequence {r[0]}" for r in q("SELECT sequence_name FROM duckdb_sequences()").fetchall()]
+        found += [f"table {s}.{t}" for s, t in q("SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT "
+                                                 "internal").fetchall()
+                  if s != "main" or not (t in TABLES or t.startswith("cells_") and t[6:].isidentifier())]
+        if found:
+            raise ForeignStore(f"{self.dir / DB}: not a store contend wrote (it defines {', '.join(found[:3])}"
+                               f"{' …' if len(found) > 3 else ''}): refused, never read")
 
     def _columns(self, table: str, catalog: str | None = None) -> list[str]:
         """A table's columns in order (none: no such table); `catalog`: an attached database's name."""
@@ -182,29 +214,31 @@ class Store:
         if self.cell is None:
             raise ValueError(f"{self.dir}: merge needs the store's kind (Store(..., cell=...))")
         con, cell = self.con, self.cell
-        # the path is a parameter, never SQL: a directory's name comes from inside an archive (cluster collect)
-        con.execute("ATTACH ? AS src (READ_ONLY)", [str(Path(other) / DB)])
-        try:
-            if "kind" not in self._columns("trials", "src"):
+        # read through a Store of its own (contend's tables only, no file access); ATTACH would need file access
+        with Store(other, read_only=True) as src:
+            if "kind" not in src._columns("trials"):
                 raise ValueError(f"{other}: written by an older contend; `contend report {other}` converts it")
-            ids = [r[0] for r in con.execute("SELECT trial_id FROM src.trials ORDER BY started_at").fetchall()]
+            ids = [r[0] for r in src.con.execute("SELECT trial_id FROM trials ORDER BY started_at").fetchall()]
             if not ids:
                 return []
-            kinds = {r[0] for r in con.execute("SELECT DISTINCT kind FROM src.trials").fetchall()}
-            if kinds != {cell.kind} or self._columns(cell.table(), "src") != ["trial_id", *cell.columns()]:
+            kinds = {r[0] for r in src.con.execute("SELECT DISTINCT kind FROM trials").fetchall()}
+            if kinds != {cell.kind} or src._columns(cell.table()) != ["trial_id", *cell.columns()]:
                 raise ValueError(f"{other}: holds {', '.join(sorted(map(str, kinds)))} trials, not {cell.kind}")
-            con.execute("BEGIN TRANSACTION")
-            try:
-                for table in ("steps", "samples", "events", "trial_metrics", cell.table(), "trials"):
-                    con.execute(f"DELETE FROM {table} WHERE trial_id IN (SELECT trial_id FROM src.trials)")
-                for table in ("trials", cell.table(), "steps", "samples", "events"):
-                    con.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-        finally:
-            con.execute("DETACH src")
+            tables = {t: src.con.execute(f"SELECT * FROM {t}").fetchnumpy()
+                      for t in ("trials", cell.table(), "steps", "samples", "events")}
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table in ("steps", "samples", "events", "trial_metrics", cell.table(), "trials"):
+                con.executemany(f"DELETE FROM {table} WHERE trial_id = ?", [[i] for i in ids])
+            for table, cols in tables.items():
+                if len(cols["trial_id"]):
+                    con.register("_merged", cols)
+                    con.execute(f"INSERT INTO {table} SELECT * FROM _merged")
+                    con.unregister("_merged")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
         return ids
 
     def set_trial_metrics(self, trial_id: str, rows: list[tuple[str, str, float]]) -> None:
@@ -301,7 +335,7 @@ def write_metrics_csv(path: Path, rows: list[dict]) -> None:
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return ""
         return f"{v:.6g}" if isinstance(v, float) else v
-    with open(path, "w", newline="") as f:
+    with open_new(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
         for r in rows:

@@ -5,6 +5,11 @@ detector has someone else to blame wrongly), and noisy. In an antagonist case no
 trial's change time: the known answer is victim ← noisy via the case's resource. In a control case the change
 must produce no blame: noisy adds a load that fits beside the others (harmony), or the victim starts a load
 beyond its own CPU quota or memory limit (own-quota, own-memory), or nothing runs at all (idle).
+
+A multi-antagonist case (cpu+cpu, cpu+disk, disk+disk; issue 51) adds a fourth tenant, noisy2, a second
+antagonist of another size that joins a third of the way into the attack: both hurt the victim at once, and the
+known answer is who took more of what the victim lost (the cgroups' own CPU time or disk bytes, read by the
+study: metrics.coverage).
 """
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ from dataclasses import dataclass, field
 
 from ...cgroups import Limits
 
-TENANTS = ("victim", "bystander", "noisy")
+TENANTS = ("victim", "bystander", "noisy")  # every case's; a multi-antagonist case's noisy2 besides
+JOIN = 1 / 3  # where in the attack a second antagonist joins
 
 
 @dataclass(frozen=True)
@@ -64,12 +70,24 @@ class Case:
     shared: Limits | None = None  # a memory limit the three share (a pod's), on contend's parent cgroup
     warm: bool = False  # the files read once through the page cache after their layout (a working set held)
     link_bps: float | None = None  # the tenants on a shared link of this capacity (network/link.py), or none
+    joins: dict[str, float] = field(default_factory=dict)  # an at_change load starting this far into the attack
+
+    @property
+    def tenants(self) -> tuple[str, ...]:
+        return TENANTS + tuple(n for n in self.at_change if n not in TENANTS)
+
+    @property
+    def antagonists(self) -> tuple[str, ...]:
+        """The known culprits, in the order they start (none in a control)."""
+        return tuple(sorted(self.at_change, key=lambda n: self.joins.get(n, 0.0))) if self.antagonist else ()
 
     def tenant_limits(self) -> dict[str, Limits]:
-        return {t: self.limits.get(t, Limits()) for t in TENANTS}
+        return {t: self.limits.get(t, Limits()) for t in self.tenants}
 
 
 LIGHT = stress_cpu(1, 10)
+VICTIM_READS = ("--direct=1", "--rw=randread", "--bs=4k", "--ioengine=psync")  # a disk victim: 4 KiB, one at a time
+BIG_WRITES = ("--direct=1", "--rw=write", "--bs=1M", "--ioengine=libaio", "--iodepth=32")
 LINK_BPS = 200e6
 DISK_FILES = {"victim": "256M", "bystander": "64M", "noisy": "1G"}
 MEMORY_FILE = "512M"  # the bystander's steady load in the CPU cases
@@ -79,11 +97,9 @@ CASES: dict[str, Case] = {c.name: c for c in (
     Case("cpu", "cpu", True, {"victim": stress_cpu(2), "bystander": LIGHT}, {"noisy": stress_cpu(2)}),
     # the victim reads 4 KiB blocks one at a time; noisy writes 1 MiB blocks 32 deep
     Case("disk", "disk", True,
-         {"victim": fio("victim", DISK_FILES["victim"], "--direct=1", "--rw=randread", "--bs=4k", "--ioengine=psync"),
-          "bystander": fio("bystander", DISK_FILES["bystander"], "--direct=1", "--rw=randread", "--bs=4k",
-                           "--ioengine=psync", "--rate_iops=200")},
-         {"noisy": fio("noisy", DISK_FILES["noisy"], "--direct=1", "--rw=write", "--bs=1M", "--ioengine=libaio",
-                       "--iodepth=32")},
+         {"victim": fio("victim", DISK_FILES["victim"], *VICTIM_READS),
+          "bystander": fio("bystander", DISK_FILES["bystander"], *VICTIM_READS, "--rate_iops=200")},
+         {"noisy": fio("noisy", DISK_FILES["noisy"], *BIG_WRITES)},
          files=DISK_FILES),
     # the three share a 1 GiB limit (a pod's). The victim reads its 512 MiB file at random through the page
     # cache, at a rate that leaves CPU to spare; noisy takes 768 MiB of anonymous memory and holds it (no swap
@@ -100,6 +116,22 @@ CASES: dict[str, Case] = {c.name: c for c in (
     # connections: the bottleneck's queue overflows and everybody's segments are lost and sent again
     Case("network", "network", True, {"victim": AgentLoad(120e6), "bystander": AgentLoad(10e6)},
          {"noisy": AgentLoad(1e9, connections=2)}, link_bps=LINK_BPS),
+    # two CPU antagonists of different size: noisy a whole CPU, noisy2 0.4 of one, joining later
+    Case("cpu+cpu", "cpu", True, {"victim": stress_cpu(2), "bystander": LIGHT},
+         {"noisy": stress_cpu(1), "noisy2": stress_cpu(1, 40)}, joins={"noisy2": JOIN}),
+    # the issue's scene: a CPU hog, then a disk writer (1 MiB direct writes, 16 deep) that also takes some CPU
+    Case("cpu+disk", "cpu", True, {"victim": stress_cpu(2), "bystander": LIGHT},
+         {"noisy": stress_cpu(1), "noisy2": fio("noisy2", "1G", "--direct=1", "--rw=write", "--bs=1M",
+                                                "--ioengine=libaio", "--iodepth=16")},
+         files={"noisy2": "1G"}, joins={"noisy2": JOIN}),
+    # two disk writers of different size: noisy's 1 MiB writes 32 deep, then noisy2's 64 KiB writes 4 deep
+    Case("disk+disk", "disk", True,
+         {"victim": fio("victim", DISK_FILES["victim"], *VICTIM_READS),
+          "bystander": fio("bystander", DISK_FILES["bystander"], *VICTIM_READS, "--rate_iops=200")},
+         {"noisy": fio("noisy", DISK_FILES["noisy"], *BIG_WRITES),
+          "noisy2": fio("noisy2", "512M", "--direct=1", "--rw=write", "--bs=64k", "--ioengine=libaio",
+                        "--iodepth=4")},
+         files={**DISK_FILES, "noisy2": "512M"}, joins={"noisy2": JOIN}),
     Case("harmony", "cpu", False, {"victim": stress_cpu(1), "bystander": LIGHT}, {"noisy": stress_cpu(1, 20)}),
     # the victim's own quota holds it: it waits on the run queue, and nobody else is to blame
     Case("own-quota", "cpu", False, {"bystander": LIGHT}, {"victim": stress_cpu(1)},

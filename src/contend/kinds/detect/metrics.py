@@ -1,9 +1,13 @@
 """A detect trial judged against its known answer, and a cell's figures over its trials (pure).
 
-An antagonist trial's answer is victim ← noisy via the case's resource, from the antagonist's start. A blame
-(an event starting or changing a verdict to `blame`) is correct when it names noisy on that resource after
-its start, whoever the victim (an antagonist hurts the bystander too); every other blame is false. A control
-trial has no antagonist: every blame in it is false.
+An antagonist trial's answer is victim ← noisy via the case's resource, from the antagonist's start (in a
+multi-antagonist case, noisy or noisy2). A blame (an event starting or changing a verdict to `blame`) is correct
+when it names an antagonist on that resource after its start, whoever the victim (an antagonist hurts the
+bystander too); every other blame is false. A control trial has no antagonist: every blame in it is false.
+
+Over the whole harm, not its first second (issue 51): `coverage`, the share of the periods in which a verdict
+stood on the victim whose blame ranked first the one who really took most (the cgroups' own CPU time or disk
+bytes in that period, read by the study), and `share_error`, how far the shares it named were from the true ones.
 
 The detection latency counts from when noisy began to use its resource, as the host's counters saw it (its
 cgroup read every 20 ms from contend's request on: first_use). Between the request and that moment are the
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 ANTAGONIST, VICTIM = "noisy", "victim"
+STEP = "verdict-step"  # the event kind of the verdict standing on the victim after a watch period
 
 
 # when a resource's counter says the antagonist began to use it: (the rise that counts, within how many seconds
@@ -55,6 +60,7 @@ class Truth:
     t_end: float  # when it was stopped
     duration_s: float  # the time the watcher watched
     t_use: float = math.nan  # when the antagonist began to use its resource (first_use); nan: not measured
+    antagonists: tuple[str, ...] = (ANTAGONIST,)
 
 
 def trial_metrics(events: list[dict], truth: Truth) -> dict[str, float]:
@@ -62,19 +68,63 @@ def trial_metrics(events: list[dict], truth: Truth) -> dict[str, float]:
     blames = sorted((e for e in events if e["event"] == "blame"), key=lambda e: e["t"])
     if not truth.antagonist:
         return {"false_blames": float(len(blames))}
-    correct = [b for b in blames if b["culprit"] == ANTAGONIST and b["resource"] == truth.resource
+    culprits = set(truth.antagonists)
+    correct = [b for b in blames if b["culprit"] in culprits and b["resource"] == truth.resource
                and b["t"] >= truth.t_start]
     mine = [b for b in blames if b["victim"] == VICTIM and b["resource"] == truth.resource
             and b["t"] >= truth.t_start]
-    right = [b for b in mine if b["culprit"] == ANTAGONIST]
+    right = [b for b in mine if b["culprit"] in culprits]
     began = truth.t_use if math.isfinite(truth.t_use) else truth.t_start
+    named = {c for b in mine for c, _ in b.get("culprits", [])}  # every culprit a victim's verdict named
     return {"detected": 1.0 if right else 0.0,
-            "first_right": 1.0 if mine and mine[0]["culprit"] == ANTAGONIST else 0.0,
+            "first_right": 1.0 if mine and mine[0]["culprit"] in culprits else 0.0,
+            **({"all_named": float(culprits <= named)} if len(culprits) > 1 else {}),
             "latency_s": right[0]["t"] - began if right else math.nan,
             "latency_request_s": right[0]["t"] - truth.t_start if right else math.nan,
             "start_delay_s": truth.t_use - truth.t_start,  # the exec and the tool's start (nan: not measured)
             "blames": float(len(blames)), "correct_blames": float(len(correct)),
             "false_blames": float(len(blames) - len(correct))}
+
+
+def true_use(truth: dict[str, list[tuple[float, float]]], victim: str) -> dict[float, dict[str, float]]:
+    """Per reading time after the first, what each tenant but the victim used since the reading before, from
+    cumulative (t, counter) readings per name taken at the same moments. A `host` series (the host's busy CPU
+    time) becomes what the host used besides every tenant, the victim too (never below 0)."""
+    series = {n: dict(pts) for n, pts in truth.items()}
+    times = sorted(series.get(victim, {}))
+    out: dict[float, dict[str, float]] = {}
+    for a, b in zip(times, times[1:]):
+        moved = {n: s[b] - s[a] for n, s in series.items() if a in s and b in s}
+        if "host" in moved:
+            moved["host"] = max(0.0, moved["host"] - sum(v for n, v in moved.items() if n != "host"))
+        moved.pop(victim, None)
+        out[b] = moved
+    return out
+
+
+def coverage(steps: list[tuple[float, str, list]], truth: dict[str, list[tuple[float, float]]], victim: str,
+             antagonists: tuple[str, ...], t0: float, t1: float) -> dict[str, float]:
+    """How well a watcher's verdicts on the victim followed the harm: `steps` are (t, kind, [[culprit, share],
+    …]) of the verdict that stood on the victim after each watch period; `truth` the cumulative use readings
+    true_use takes, at the same times. Over the periods ending in (t0, t1] with a verdict (the victim harmed: its
+    symptom above the detector's threshold) and someone's use to compare: `coverage`, the share whose verdict
+    was a blame ranking first who used most of the resource among everyone but the victim; `share_error`, the
+    mean over those periods and the antagonists of |named share − true share| (a true share: one's use over
+    everyone's but the victim's); `harmed_periods`, how many periods. nan where no period counts."""
+    used = true_use(truth, victim)
+    hits, errors, n = 0, [], 0
+    for t, kind, culprits in steps:
+        moved = used.get(t)
+        total = sum(moved.values()) if moved else 0.0
+        if not t0 < t <= t1 or total <= 0:
+            continue
+        n += 1
+        named = dict((c, x) for c, x in culprits) if kind == "blame" else {}
+        most = max(moved, key=moved.get)
+        hits += bool(culprits) and kind == "blame" and culprits[0][0] == most
+        errors += [abs(named.get(a, 0.0) - moved.get(a, 0.0) / total) for a in antagonists]
+    return {"coverage": hits / n if n else math.nan,
+            "share_error": float(np.mean(errors)) if errors else math.nan, "harmed_periods": float(n)}
 
 
 def cell_figures(trials: list[dict[str, float]], hours: list[float]) -> dict[str, float]:

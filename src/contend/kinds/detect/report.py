@@ -7,16 +7,18 @@ import json
 import math
 from pathlib import Path
 
+from ...paths import write_text
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, failures, publish, write_page
 from ...report.table import TextTable, markdown_tables, rich_text_tables
 from ...store import Store
 from .cases import CASES
-from .metrics import Truth, cell_figures, trial_metrics
+from .metrics import STEP, VICTIM, Truth, cell_figures, coverage, trial_metrics
 
 VERDICTS = ("blame", "self", "unattributed", "cleared")
 COLUMNS = (("detected", "found"), ("first_right", "1st"), ("latency_p50_s", "p50 s"), ("latency_p95_s", "p95 s"),
-           ("request_p50_s", "req. p50 s"), ("precision", "prec."),
+           ("request_p50_s", "req. p50 s"), ("precision", "prec."), ("coverage", "cover"),
+           ("share_error", "share err"),
            ("false_blames", "false"), ("false_per_h", "per h"), ("watch_cpu_pct", "CPU %"))
 
 
@@ -24,14 +26,19 @@ def verdicts(store: Store, trial_id: str) -> list[dict]:
     return [json.loads(e["detail"]) for e in store.events(trial_id) if e["kind"] in VERDICTS]
 
 
-def judged(trial: dict, events: list[dict]) -> dict[str, float]:
-    """One stored trial's figures: its events against its case's answer, and what the watcher cost (% of one
-    CPU: its loop and bpftrace, over the time it watched)."""
-    p = trial["params"]
+def judged(trial: dict, events: list[dict], steps: list[dict] = (), samples=None) -> dict[str, float]:
+    """One stored trial's figures: its events against its case's answer, the verdicts period by period against
+    the tenants' own use (where recorded: an antagonist on cpu or disk), and what the watcher cost (% of one CPU:
+    its loop and bpftrace, over the time it watched)."""
+    p, case = trial["params"], CASES[trial["case_name"]]
     t_use = p.get("t_use")  # None: not measured (a network case, a store of an older contend)
-    truth = Truth(CASES[trial["case_name"]].antagonist, trial["resource"], p["t_start"], p["t_end"], p["duration_s"],
-                  t_use if t_use is not None else math.nan)
+    truth = Truth(case.antagonist, trial["resource"], p["t_start"], p["t_end"], p["duration_s"],
+                  t_use if t_use is not None else math.nan, case.antagonists or ("noisy",))
     out = trial_metrics(events, truth)
+    if steps and samples is not None:
+        use = {n: list(zip(*samples.series(n, "truth", trial["resource"]))) for n in (*case.tenants, "host")}
+        out.update(coverage([(s["t"], s["kind"], s["culprits"]) for s in steps], {n: u for n, u in use.items() if u},
+                            VICTIM, case.antagonists, t_use if t_use is not None else p["t_start"], p["t_end"]))
     out["watch_cpu_pct"] = 100 * (p.get("watch_cpu_s", 0.0) + p.get("probe_cpu_s", 0.0)) / p["duration_s"]
     return out
 
@@ -43,7 +50,8 @@ def analyze(store: Store) -> tuple[list[dict], dict[str, list[dict]]]:
     events: dict[str, list[dict]] = {}
     for t in store.trials("ok"):
         ev = events[t["trial_id"]] = verdicts(store, t["trial_id"])
-        m = judged(t, ev)
+        steps = [json.loads(e["detail"]) for e in store.events(t["trial_id"]) if e["kind"] == STEP]
+        m = judged(t, ev, steps, store.samples(t["trial_id"]) if steps else None)
         store.set_trial_metrics(t["trial_id"], [("watch", k, v) for k, v in m.items()])
         ms, hours = cells.setdefault((t["runtime"], t["scenario"], t["resource"]), ([], []))
         ms.append(m)
@@ -79,7 +87,7 @@ def _fmt(metric: str, r: dict) -> str:
     v = r["value"]
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    if metric in ("detected", "first_right", "precision"):
+    if metric in ("detected", "first_right", "precision", "coverage"):
         return f"{v:.0%}"
     return f"{v:.2f}" if metric != "false_blames" else f"{v:.1f}"
 
@@ -90,7 +98,7 @@ def timeline(trial: dict, samples, events: list[dict]) -> Figure:
     use, symptom = {"cpu": ("cpu", "rq_delay"), "disk": ("io_bytes", "io_wait_ms"),
                     "memory": ("mem", "mem_psi")}.get(case.resource, ("cpu", "rq_delay"))
     fig, (a, b) = plt.subplots(2, 1, figsize=(8, 4.2), sharex=True)
-    for tenant in ("victim", "bystander", "noisy"):
+    for tenant in case.tenants:
         t, v = samples.series(tenant, "watch", use)
         a.plot(t, v, label=tenant)
     t, v = samples.series("victim", "watch", symptom)
@@ -119,11 +127,11 @@ def refresh_detect(directory: Path, store: Store, title: str) -> Written:
     extra, events = analyze(store)
     rows = publish(directory, store, extra)
     tabs = tables(rows, failures(store), spec.get("runtimes", []), spec.get("cases", []))
-    (directory / "detect-tables.md").write_text(markdown_tables(tabs, title))
+    write_text(directory / "detect-tables.md", markdown_tables(tabs, title))
     figs = []
     for t in store.trials("ok"):
         f = timeline(t, store.samples(t["trial_id"]), events[t["trial_id"]])
         figs.append({"title": t["trial_id"], "png": save(f, directory / "figures" / f"detect-{t['trial_id']}")})
     out = write_page(directory, "detect.html.j2", figs, tables=tabs, timelines=figs,
-                     events=[e for e in store.events() if e["kind"] not in VERDICTS])
+                     events=[e for e in store.events() if e["kind"] not in (*VERDICTS, STEP)])
     return Written(rows, out, rich_text_tables(tabs, title, compact=True))

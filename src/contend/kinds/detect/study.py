@@ -7,6 +7,7 @@ import random
 from ...store import Store, TrialRecord
 from ...study import Study, facts_of_trial, lazy, need_space, unavailable
 from ...tenants import TrialResult
+from ...units import size_bytes
 from .cases import CASES
 from .cell import DetectCell
 from .spec import DetectStudy
@@ -39,8 +40,10 @@ class DetectKind(Study, kind="detect", model=DetectStudy, cell=DetectCell, title
                                                                               tr.baseline_s + tr.jitter_s)
 
     def preflight(self) -> None:
-        if "disk" in self.spec.cases:
-            need_space(2 << 30, "the disk case lays out 1.3 GiB of files")
+        sizes = {c: sum(size_bytes(x) for x in CASES[c].files.values()) for c in self.spec.cases}
+        case = max(sizes, key=sizes.get)
+        if sizes[case]:  # one trial's files at a time, and room for the writers' own
+            need_space(sizes[case] * 3 // 2, f"the {case} case lays out {sizes[case] / 2**30:.1f} GiB of files")
 
     def execute(self, store: Store, host_facts: dict) -> None:
         tr, items = self.spec.trial, self.plan()

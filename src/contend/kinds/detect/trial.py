@@ -23,11 +23,12 @@ from ...runtimes import RuntimeFailed, signals_deferred
 from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, reset_host, stop
 from ...tools import failure
+from ...watch.collector import busy_cpu_s
 from ...watch.daemon import WatchConfig, Watcher
 from ...watch.signals import Frame
-from .cases import CASES, TENANTS, AgentLoad, Case, Load
+from .cases import CASES, AgentLoad, Case, Load
 from .cell import DetectCell
-from .metrics import ANTAGONIST, USE_STEP, first_use
+from .metrics import ANTAGONIST, STEP, USE_STEP, VICTIM, first_use
 from .spec import DetectStudy
 
 # the signals kept as samples (source "watch"), for the report's timelines
@@ -39,15 +40,48 @@ def trial_id(runtime: str, case: str, rep: int) -> str:
     return f"{runtime}.{case}.r{rep}"
 
 
+class StepLog:
+    """After each watch period: the verdict standing on the victim on the case's resource (its kind, its
+    culprits' shares) and every tenant's own counter of that resource read by the study from its cgroup, with
+    the host's busy CPU time for cpu: the known answer period by period (metrics.coverage)."""
+
+    RESOURCES = ("cpu", "disk")
+
+    def __init__(self, t: Tenants, case: Case, rel: dict[str, str]):
+        self.resource, self.name = case.resource, rel
+        self.cgroups = {n: t.c[n].cgroup for n in case.tenants}
+        self.victim = next(r for r, n in rel.items() if n == VICTIM)
+        self.steps: list[tuple[float, str, list]] = []
+        self.truth: list[Sample] = []
+
+    def __call__(self, w: Watcher) -> None:
+        t = round(w.last.t, 3)  # as the stored step's (metrics.coverage matches the two by it)
+        for v in w.detector.verdicts():
+            if v.victim == self.victim and v.resource == self.resource:
+                self.steps.append((t, v.kind, [[self.name.get(c, c), x] for c, x in v.culprits]))
+        for n, cg in self.cgroups.items():
+            try:
+                self.truth.append(Sample(t, n, "truth", self.resource, use_counter(cg.stats(), self.resource)))
+            except OSError:
+                continue  # a container gone: its later periods have no answer
+        if self.resource == "cpu" and (busy := busy_cpu_s()) is not None:
+            self.truth.append(Sample(t, "host", "truth", "cpu", busy))
+
+
 class WatcherThread:
     """The watcher under test on a thread of its own; stopped (its probe gone) whatever happens."""
 
-    def __init__(self, w: Watcher):
+    def __init__(self, w: Watcher, also: Callable[[Watcher], None] | None = None):
         self.w = w
         self.frames: list[Frame] = []
         self._stop = threading.Event()
+
+        def after(x: Watcher) -> None:
+            self.frames.append(x.last)
+            if also is not None:
+                also(x)
         self._thread = threading.Thread(target=w.run, args=(self._stop,), name="watch", daemon=True,
-                                        kwargs={"after_step": lambda x: self.frames.append(x.last)})
+                                        kwargs={"after_step": after})
 
     def __enter__(self) -> "WatcherThread":
         self._thread.start()
@@ -70,7 +104,7 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
                                                     "ebpf": study.ebpf, "net_rtt": study.net_rtt}),
         facts=facts))
     rec = result.record
-    link = Link(uuid.uuid4().hex[:8], case.link_bps, {name: None for name in TENANTS}) if case.link_bps else None
+    link = Link(uuid.uuid4().hex[:8], case.link_bps, {name: None for name in case.tenants}) if case.link_bps else None
     try:
         if link is not None and (why := runtimes.get(runtime, host).no_netns):
             rec.status, rec.reason = "n/a", why
@@ -88,9 +122,10 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
             if w.problems:
                 result.events.append((0.0, "", "watch-problem", "; ".join(w.problems)))
             t.clock0 = w.collector.clock0  # one clock: the watcher's frames and the trial's events
-            with WatcherThread(w) as wt:
+            log = StepLog(t, case, rel) if case.antagonist and case.resource in StepLog.RESOURCES else None
+            with WatcherThread(w, log) as wt:
                 ran = _loads(t, case, t_change, tr.attack_s, tr.tail_s, result)
-            _record(result, rel, events, wt.frames, w, ran)
+            _record(result, rel, events, wt.frames, w, ran, log)
         rec.status = "ok"
     except (RuntimeFailed, AgentError, NetworkError) as e:
         rec.reason = str(e)
@@ -225,8 +260,12 @@ def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: flo
             if case.antagonist and case.resource in USE_STEP else None
         with use or nullcontext():
             start = t.now()
-            for name, load in case.at_change.items():
-                loads.start(f"{name}:change", name, load, attack_s)
+            joined = {}
+            for name in sorted(case.at_change, key=lambda n: case.joins.get(n, 0.0)):  # a later antagonist joins
+                at = case.joins.get(name, 0.0) * attack_s
+                _wait_until(t, start + at)
+                joined[name] = round(t.now(), 3)
+                loads.start(f"{name}:change", name, case.at_change[name], attack_s - at)
             result.events.append((start, ANTAGONIST if case.antagonist else "", "change-start",
                                   f"{case.name}: {', '.join(case.at_change) or 'nothing'} started"))
             _wait_until(t, start + attack_s)
@@ -239,20 +278,27 @@ def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: flo
             raise RuntimeFailed(f"{case.name} case: noisy's load ran {attack_s:g} s and its cgroup's {case.resource} "
                                 f"counter never moved ({len(use.points)} readings): its use could not be seen")
         return {"t_start": start, "t_use": use.t_use() if use is not None else None, "t_end": end,
-                "duration_s": t.now()}
+                "duration_s": t.now(), "joined": joined}
     finally:
         loads.stop()
 
 
 def _record(result: TrialResult, rel: dict[str, str], events: list[dict], frames: list[Frame], w: Watcher,
-            ran: dict[str, float]) -> None:
-    """The watcher's events (names as the tenants'), its frames' main signals, when the change ran, and what
-    the watcher cost (its loop's CPU and bpftrace's)."""
+            ran: dict, log: StepLog | None) -> None:
+    """The watcher's events (names as the tenants'), its frames' main signals, the verdict on the victim and the
+    tenants' own use period by period, when the change ran, and what the watcher cost (its loop's CPU and
+    bpftrace's)."""
     name = lambda x: rel.get(x, x)  # noqa: E731
     for e in events:
         e = {**e, "victim": name(e["victim"]), "culprit": name(e["culprit"]),
-             "suspects": [[name(s), x] for s, x in e["suspects"]]}
+             "suspects": [[name(s), x] for s, x in e["suspects"]],
+             "culprits": [[name(s), x] for s, x in e.get("culprits", [])]}
         result.events.append((e["t"], e["victim"], e["event"], json.dumps(e)))
+    if log is not None:
+        for t, kind, culprits in log.steps:
+            result.events.append((t, VICTIM, STEP, json.dumps({"t": t, "resource": log.resource,
+                                                                "kind": kind, "culprits": culprits})))
+        result.samples += log.truth
     for f in frames:
         for c, sig in f.containers.items():
             result.samples += [Sample(f.t, name(c), "watch", k, v) for k, v in sig.items() if k in KEPT]

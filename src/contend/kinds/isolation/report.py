@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...paths import write_text
 from ...report.figures import heatmap_figure, isolation_figure, save, timeline_figure
 from ...report.page import Written, failures, fewer_repetitions, write_page
 from ...report.table import HEADLINE, TABLE4, pivot, rich_views, table4, table4_markdown, views_in
@@ -19,7 +20,7 @@ def refresh_isolation(directory: Path, store: Store, title: str) -> Written:
     views = views_in(rows) or ["host"]
     tables = {view: table4(rows, notes, view, brackets=True) for view in views}
     for view, t4 in tables.items():
-        (directory / f"table4-{view}.md").write_text(table4_markdown(t4, f"{title} ({view} view)"))
+        write_text(directory / f"table4-{view}.md", table4_markdown(t4, f"{title} ({view} view)"))
     table = rich_views(rows, notes, title)
     return Written(rows, build(directory, store, rows, notes, tables), table)
 

@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...paths import open_new, write_text
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, publish, read_yaml, write_page
 from ...report.table import TextTable, markdown_tables, mean_text, rich_text_tables
@@ -81,7 +82,7 @@ def refresh_scaling(directory: Path, store: Store, title: str):
     rows = publish(directory, store, scaling_metrics(runs, {b: BENCHMARKS[b].figure for b in BENCHMARKS}, runtimes))
     write_copts_csvs(directory / "copts", trials, stored)
     tables = copts_tables(rows, trials, runtimes)
-    (directory / "copts-tables.md").write_text(markdown_tables(tables.values(), title, INTRO))
+    write_text(directory / "copts-tables.md", markdown_tables(tables.values(), title, INTRO))
     figdir = directory / "figures"
     fair = {"host_cpus": next((t["capacity"].get("cpus") for t in trials), None),
             "limit": spec.get("limits", {}).get("cpus")}
@@ -175,7 +176,7 @@ def _fmt(v) -> str:
 
 
 def _write_csv(path: Path, head: list[str], lines: list[list]) -> None:
-    with open(path, "w", newline="") as f:
+    with open_new(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(head)
         w.writerows(lines)

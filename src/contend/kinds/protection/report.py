@@ -13,6 +13,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ...paths import write_text
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, failures, publish, write_page
 from ...store import Store
@@ -356,7 +357,7 @@ def refresh_protection(directory: Path, store: Store, title: str):
     notes = disk_notes(runs, references(runs))
     for wl in notes:
         notes[wl] += [n for n in [frontier_note(rows, wl)] if n]
-    (directory / "guard-table.md").write_text(markdown(tables, title, notes))
+    write_text(directory / "guard-table.md", markdown(tables, title, notes))
     figdir = directory / "figures"
     figures = []
     for wl in sorted({r.workload for r in runs}):

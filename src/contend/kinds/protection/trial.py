@@ -22,6 +22,7 @@ from ...guard.config import GuardConfig
 from ...guard.daemon import Guard
 from ...load.fio import layout
 from ...measured import StepWindow
+from ...paths import open_existing
 from ...probes import Sample
 from ...runtimes import Container, RuntimeFailed, signals_deferred
 from ...store import TrialRecord
@@ -73,8 +74,9 @@ BUCKET_S = 0.1  # the guest view's buckets, as the host sampler's
 def read_io_log(path: Path) -> np.ndarray:
     """A fio per-I/O log (ms since the job started, latency ns, direction, block size, ...) as rows of
     (seconds, latency ms, bytes); empty if missing."""
-    try:
-        rows = np.loadtxt(path, delimiter=",", usecols=(0, 1, 3), ndmin=2)
+    try:  # in a directory the container owns: never through a link it left there (issue 52 L3)
+        with open_existing(path) as f:
+            rows = np.loadtxt(f, delimiter=",", usecols=(0, 1, 3), ndmin=2)
     except (OSError, ValueError):
         return np.empty((0, 3))
     return np.column_stack([rows[:, 0] / 1000, rows[:, 1] / 1e6, rows[:, 2]]) if len(rows) else np.empty((0, 3))

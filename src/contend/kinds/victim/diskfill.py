@@ -18,7 +18,7 @@ from ...doctor import ensure_capacity
 from ...doctor.calibrate import device_of, meminfo
 from ...load.fio import iops_log, victim_argv, victim_figures, victim_prepare
 from ...metrics import StepWindow
-from ...paths import DATA, free_space
+from ...paths import DATA, free_space, open_existing
 from ...runtimes import RuntimeFailed
 from ...spec import SpecError, size_bytes
 from ...store import TrialRecord
@@ -184,8 +184,9 @@ class FillTrial:
         """The victim's IOPS every 500 ms (fio's logs, job 1 reads, job 2 writes) as samples."""
         for job, d in (("1", "read"), ("2", "write")):
             log = t.data[self.victim] / f"v_iops.{job}.log"
-            try:
-                points = iops_log(log.read_text())
+            try:  # the container's directory: never through a link it left there (issue 52 L3)
+                with open_existing(log) as f:
+                    points = iops_log(f.read())
             except OSError:
                 continue
             self.guest += [(t0 + s, self.victim, "guest", f"{d}_iops_t", v) for s, v in points]

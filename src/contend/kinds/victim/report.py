@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ...metrics import aggregate
+from ...paths import write_text
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, publish, read_yaml, write_page
 from ...report.table import TextTable, markdown_tables, mean_text, rich_text_tables
@@ -245,7 +246,7 @@ def refresh_victim(directory: Path, store: Store, title: str):
             summary.append({"title": f"{res}: TPS per disruptor", "png": save(bars_figure(
                 sub, runtimes, ["base", *disruptors], [("tps", f"{res}: TPS", "transactions/s")],
                 f"{res}: base and disturbed TPS"), figdir / f"oltp-{res.replace(':', '-')}")})
-    (directory / "victim-tables.md").write_text(markdown_tables(tables, title))
+    write_text(directory / "victim-tables.md", markdown_tables(tables, title))
     timelines = []
     for t in store.trials("ok"):
         samples, steps, events = store.samples(t["trial_id"]), store.steps(t["trial_id"]), store.events(t["trial_id"])
