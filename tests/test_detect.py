@@ -88,6 +88,16 @@ def test_a_multi_antagonist_trial_is_right_naming_either_and_says_whether_both_w
     assert "all_named" not in trial_metrics([first], ATTACK)  # one antagonist: nothing more to say
 
 
+def test_a_trial_whose_victim_had_no_baseline_yet_is_said_not_scored_as_a_miss():
+    """Issue 51: the quick pass missed runc's CPU antagonist because the victim's baseline held its own start-up;
+    a trial that began before the victim had the detector's warm-up of calm periods could not be judged."""
+    early = Truth(True, "cpu", 10.0, 18.0, 22.0, baseline_periods=1)
+    m = trial_metrics([blame(12.0, culprit="bystander")], early)
+    assert m == {"no_baseline": 1.0, "blames": 1.0, "correct_blames": 0.0, "false_blames": 1.0}
+    ready = trial_metrics([blame(11.0)], Truth(True, "cpu", 10.0, 18.0, 22.0, baseline_periods=5))
+    assert ready["no_baseline"] == 0.0 and ready["detected"] == 1.0
+
+
 def cumulative(rates: dict[str, list[float]], t0: float = 0.0) -> dict[str, list[tuple[float, float]]]:
     """Per-period uses as the cumulative readings a trial records, one a second from t0."""
     out = {}

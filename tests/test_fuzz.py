@@ -40,5 +40,5 @@ def test_the_fuzzer_makes_valid_specs_and_invalid_ones():
 
     from hypothesis import find as hfind
     valid = hfind(documents(), lambda d: check_document(d, Path(tempfile.mkdtemp())) == 0,
-                  settings=settings(max_examples=300, database=None))
+                  settings=settings(FUZZ, max_examples=300))
     assert valid is not None

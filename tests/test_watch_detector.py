@@ -132,6 +132,32 @@ def test_a_victim_crowded_onto_one_cpu_waits_for_itself_and_the_hog_is_blamed_fo
     assert ev[0]["culprits"][0][1] > 0.9 and "crowded_s" in ev[0]["evidence"]
 
 
+def test_the_hypervisors_steal_is_a_culprit_of_its_own_and_not_charged_to_the_task_that_was_current():
+    """Issue 51: a stolen stretch counts, in the kernel, as time the CPU's current task ran. When the host's
+    steal rose (here to 40 % of its 2 CPUs, the hog's use steady), that share of the time taken is the
+    hypervisor's; the rest stays the tasks'."""
+    fs = two_antagonists(n=40)
+    for f in fs:
+        f.host.update(steal=0.0, cpus=2.0, cpu_other=0.05)
+    for f in fs[25:]:
+        f.host["steal"] = 0.8
+    d = Detector()
+    for f in fs:
+        d.step(f)
+    (v,) = d.verdicts()
+    shares = dict(v.culprits)
+    assert shares["steal"] == pytest.approx(0.4, abs=0.01) and v.evidence["steal"] == pytest.approx(0.4)
+    # the hog's 0.45 of 0.55 s/s waited (the writer has joined), less the stolen share
+    assert shares["noisy"] == pytest.approx(0.45 / 0.55 * 0.6, abs=0.01) and sum(shares.values()) <= 1.0 + 1e-9
+    calm = two_antagonists(n=40)  # no steal: nobody named for it
+    for f in calm:
+        f.host.update(steal=0.0, cpus=2.0)
+    d = Detector()
+    for f in calm:
+        d.step(f)
+    assert "steal" not in dict(d.verdicts()[0].culprits)
+
+
 def test_the_time_taken_by_nobody_watched_stays_unknown():
     """Shares are of the time the victim waited: what no suspect took is left out, not spread over them."""
     fs = two_antagonists()

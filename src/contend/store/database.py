@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS metrics (
 # a store may come from elsewhere (cluster collect, report DIR, compare, --resume): DuckDB runs what its views
 # and macros say, so no file outside it may be reached and no extension loaded, and anything but contend's own
 # tables is refused before a query touches it (issue 52, H1)
-SAFE = {"enable_external_access": False, "autoload_known_extensions": False, "autoinstall_known_extensions": False}
+SAFE: dict[str, str | bool | int | float | list[str]] = {
+    "enable_external_access": False, "autoload_known_extensions": False, "autoinstall_known_extensions": False}
 TABLES = {"trials", "steps", "samples", "events", "trial_metrics", "metrics", "trials_before_cells"}
 
 

@@ -150,14 +150,22 @@ def host_psi() -> dict[str, float]:
     return psi_totals(out)
 
 
-def busy_cpu_s() -> float | None:
-    """CPU-seconds the host has spent busy since boot (/proc/stat: all but idle and iowait)."""
+def cpu_ticks() -> tuple[float, float, float] | None:
+    """(busy, stolen, all) CPU-seconds of the host since boot (/proc/stat's first line: busy is user, nice,
+    system, irq and softirq; stolen the hypervisor's; all of them with idle and iowait)."""
     try:
         f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     except (OSError, ValueError):
         return None
     # user nice system idle iowait irq softirq steal (guest time is inside user already)
-    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(f[:7]) - f[3] - f[4]) / hz, f[7] / hz, sum(f[:8]) / hz
+
+
+def busy_cpu_s() -> float | None:
+    """CPU-seconds the host has spent busy since boot, stolen time not counted."""
+    t = cpu_ticks()
+    return None if t is None else t[0]
 
 
 def by_victim(pairs: dict[tuple[str, str], float], by_id: dict[str, str], dt: float) -> dict[str, dict[str, float]]:
@@ -208,7 +216,7 @@ class WatchCollector:
         self._mirrored: dict[str, frozenset[int]] = {}  # each own container's processes mirrored last period
         self._files = KeptOpen()
         self._host_psi = host_psi()
-        self._busy = busy_cpu_s()
+        self._ticks = cpu_ticks()
         self._t = time.monotonic()
         self.clock0 = self._t if clock0 is None else clock0  # frames' t: seconds since then
 
@@ -390,11 +398,13 @@ class WatchCollector:
             st = settle(self._credit, {"": charged * dt}, written * dt, {"": held})
             self._credit = st.credit
             out["unattributed_wbytes"] = st.unattributed / dt
-        busy = busy_cpu_s()
-        if busy is not None and self._busy is not None:
+        ticks = cpu_ticks()
+        if ticks is not None and self._ticks is not None:
             used = sum(c.get("cpu", 0.0) for c in containers.values())
-            out["cpu_other"] = max(0.0, (busy - self._busy) / dt - used)
-        self._busy = busy
+            (busy, stolen, every), (busy0, stolen0, every0) = ticks, self._ticks
+            out["cpu_other"] = max(0.0, (busy - busy0) / dt - used)
+            out["steal"], out["cpus"] = (stolen - stolen0) / dt, (every - every0) / dt
+        self._ticks = ticks
         psi = host_psi()
         for res, key in (("cpu", "cpu_psi"), ("memory", "mem_psi"), ("io", "io_psi")):
             if res in psi and res in self._host_psi:

@@ -31,7 +31,7 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-from .signals import HOST, WRITEBACK, Frame
+from .signals import HOST, STEAL, WRITEBACK, Frame
 
 RESOURCES = ("cpu", "memory", "disk", "network")
 MAJOR = 0.2  # a culprit with this share of the harm or more: a change in their order is a new verdict
@@ -145,6 +145,8 @@ class Detector:
             return f.host.get("unattributed_wbytes", math.nan)
         if suspect == HOST:
             return f.host.get("cpu_other", math.nan)
+        if suspect == STEAL:
+            return f.host.get("steal", math.nan)
         return f.get(suspect, self.rules[res].use)
 
     def rise(self, suspect: str, res: str) -> float:
@@ -178,7 +180,7 @@ class Detector:
         if why_self:
             return Verdict(victim, res, "self", victim, 1.0, f.t, f"{sig} {value:.3g}: {why_self}", evidence=ev)
         rule = self.rules[res]
-        names = list(f.containers) + ([WRITEBACK] if res == "disk" else []) + ([HOST] if res == "cpu" else [])
+        names = list(f.containers) + ([WRITEBACK] if res == "disk" else []) + ([HOST, STEAL] if res == "cpu" else [])
         rises = {s: self.rise(s, res) for s in names}
         eligible = {s for s, r in rises.items() if r >= rule.use_floor}
         taken = self._summed(victim, "taken") if res == "cpu" else {}
@@ -220,6 +222,14 @@ class Detector:
             waited = sum(fr.get(victim, "rq_delay") for fr in self.recent if math.isfinite(fr.get(victim, "rq_delay")))
             harm = max(sum(taken.values()), waited)
             ev["taken_s"] = sum(taken.values()) / max(len(self.recent), 1)
+            stolen = self._stolen()
+            if STEAL in eligible and stolen > 0:
+                # the kernel counts a stolen stretch as time the CPU's current task ran: of every task's time
+                # taken, the stolen share was the hypervisor's (its share of all the CPUs' time, these frames)
+                score = {s: x * (1 - stolen) for s, x in score.items()}
+                score[STEAL] = harm * stolen
+                total = sum(score.values())
+                ev["steal"] = stolen
         culprits = sorted(((s, x / harm) for s, x in score.items()), key=lambda p: -p[1]) if harm > 0 else []
         # its own use rose, and more than anyone else's (nobody else's, or it arrived on a busy host): its doing
         if victim in eligible and (total <= 0 or rises[victim] >= max(rises[s] for s in eligible)):
@@ -235,12 +245,20 @@ class Detector:
             return Verdict(victim, res, "self", victim, share, f.t, f"{sig} {value:.3g}: its own load rose",
                            ranked, ev, culprits)
         crowded = " (or crowded its tasks onto fewer)" if "crowded_s" in ev else ""
-        how = {"taken": f"{top} ran on its CPUs{crowded} for {share:.0%} of the time its tasks waited",
+        how = {"taken": (f"the hypervisor ran something else on its CPUs for {share:.0%} of the time its tasks "
+                         "waited") if top == STEAL else
+               f"{top} ran on its CPUs{crowded} for {share:.0%} of the time its tasks waited",
                "bytes": f"{top} moved {share:.0%} of the disks' bytes while its I/O waited",
                "preempted": f"{top} took its CPU in {share:.0%} of its preemptions by those whose use rose",
                "rise": f"{top}'s {rule.use} rose most"}[how_ranked]
         return Verdict(victim, res, "blame", top, share, f.t, f"{sig} {value:.3g} above its baseline {med:.3g}; {how}",
                        ranked, ev, culprits)
+
+    def _stolen(self) -> float:
+        """The share of the CPUs' time the hypervisor took over the recent frames (0 where unknown)."""
+        steal = sum(fr.host.get("steal", 0.0) for fr in self.recent)
+        cpus = sum(fr.host.get("cpus", 0.0) for fr in self.recent)
+        return min(1.0, steal / cpus) if cpus > 0 else 0.0
 
     def _moved(self, who: str) -> float:
         """Bytes per second a container (or `writeback`) moved on the disks, summed over the recent frames."""
@@ -314,7 +332,8 @@ class Detector:
         for res in self.rules:
             if suffering[res] or any(k[1] == res for k in self.active):
                 continue
-            for s in list(f.containers) + ([WRITEBACK] if res == "disk" else []) + ([HOST] if res == "cpu" else []):
+            for s in list(f.containers) + ([WRITEBACK] if res == "disk" else []) + ([HOST, STEAL] if res == "cpu"
+                                                                                   else []):
                 u = self.use(f, s, res)
                 if math.isfinite(u):
                     self.use_base.setdefault((s, res), deque(maxlen=self._nbase)).append(u)
@@ -330,6 +349,11 @@ class Detector:
         if not (math.isfinite(before) and math.isfinite(now)):
             return True
         return abs(now - before) < max(self.rules[res].use_floor, SETTLED * max(abs(now), abs(before)))
+
+    def baselined(self, name: str, res: str) -> int:
+        """How many calm periods a container's baseline on a resource holds (its best-learnt symptom's): fewer
+        than `warmup` and no symptom of it can be judged yet."""
+        return max((len(b) for (n, r, _), b in list(self.base.items()) if n == name and r == res), default=0)
 
     def verdicts(self) -> list[Verdict]:
         return sorted(self.active.values(), key=lambda v: (v.victim, v.resource))

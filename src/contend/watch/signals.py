@@ -41,7 +41,9 @@ HOST_SIGNALS: dict[str, tuple[str, str]] = {
     "disk_ios": ("1/s", "I/Os the busiest watched disk completed per second"),
     "unattributed_wbytes": ("B/s", "bytes the disks wrote that no watched container was charged for "
                                    "(kernel writeback on cgroup v1, other writers)"),
-    "cpu_other": ("CPUs", "CPU time used outside every watched container (/proc/stat less theirs)"),
+    "cpu_other": ("CPUs", "CPU time used outside every watched container (/proc/stat less theirs, less steal)"),
+    "steal": ("CPUs", "CPU time the hypervisor ran something else while the host's CPUs had work (/proc/stat)"),
+    "cpus": ("CPUs", "the host's CPUs (all of /proc/stat's ticks per second)"),
     "cpu_psi": ("s/s", "the host's CPU pressure, some (/proc/pressure)"),
     "mem_psi": ("s/s", "the host's memory pressure, some"),
     "io_psi": ("s/s", "the host's I/O pressure, some"),
@@ -49,6 +51,7 @@ HOST_SIGNALS: dict[str, tuple[str, str]] = {
 
 HOST = "host"  # a preemptor outside every watched container (its use: host cpu_other)
 WRITEBACK = "writeback"  # the disk's writes charged to no watched container
+STEAL = "steal"  # the hypervisor, running something else on the host's CPUs (its use: host steal)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 ANTAGONIST, VICTIM = "noisy", "victim"
+WARMUP = 3  # the detector's: calm periods a baseline needs before a symptom is judged (watch.detector)
 STEP = "verdict-step"  # the event kind of the verdict standing on the victim after a watch period
 
 
@@ -61,6 +62,7 @@ class Truth:
     duration_s: float  # the time the watcher watched
     t_use: float = math.nan  # when the antagonist began to use its resource (first_use); nan: not measured
     antagonists: tuple[str, ...] = (ANTAGONIST,)
+    baseline_periods: int | None = None  # the victim's calm periods learnt when the change began (None: unknown)
 
 
 def trial_metrics(events: list[dict], truth: Truth) -> dict[str, float]:
@@ -71,6 +73,12 @@ def trial_metrics(events: list[dict], truth: Truth) -> dict[str, float]:
     culprits = set(truth.antagonists)
     correct = [b for b in blames if b["culprit"] in culprits and b["resource"] == truth.resource
                and b["t"] >= truth.t_start]
+    known = {} if truth.baseline_periods is None else {"no_baseline": 0.0}
+    if truth.baseline_periods is not None and truth.baseline_periods < WARMUP:
+        # its victim had no baseline yet (its own start-up still moving): no detector could have judged it, so
+        # it is said, not scored as a miss (issue 51)
+        return {"no_baseline": 1.0, "blames": float(len(blames)), "correct_blames": float(len(correct)),
+                "false_blames": float(len(blames) - len(correct))}
     mine = [b for b in blames if b["victim"] == VICTIM and b["resource"] == truth.resource
             and b["t"] >= truth.t_start]
     right = [b for b in mine if b["culprit"] in culprits]
@@ -83,7 +91,7 @@ def trial_metrics(events: list[dict], truth: Truth) -> dict[str, float]:
             "latency_request_s": right[0]["t"] - truth.t_start if right else math.nan,
             "start_delay_s": truth.t_use - truth.t_start,  # the exec and the tool's start (nan: not measured)
             "blames": float(len(blames)), "correct_blames": float(len(correct)),
-            "false_blames": float(len(blames) - len(correct))}
+            "false_blames": float(len(blames) - len(correct)), **known}
 
 
 def true_use(truth: dict[str, list[tuple[float, float]]], victim: str) -> dict[float, dict[str, float]]:
@@ -114,13 +122,13 @@ def coverage(steps: list[tuple[float, str, list]], truth: dict[str, list[tuple[f
     used = true_use(truth, victim)
     hits, errors, n = 0, [], 0
     for t, kind, culprits in steps:
-        moved = used.get(t)
-        total = sum(moved.values()) if moved else 0.0
+        moved = used.get(t, {})
+        total = sum(moved.values())
         if not t0 < t <= t1 or total <= 0:
             continue
         n += 1
         named = dict((c, x) for c, x in culprits) if kind == "blame" else {}
-        most = max(moved, key=moved.get)
+        most = max(moved, key=lambda k: moved[k])
         hits += bool(culprits) and kind == "blame" and culprits[0][0] == most
         errors += [abs(named.get(a, 0.0) - moved.get(a, 0.0) / total) for a in antagonists]
     return {"coverage": hits / n if n else math.nan,

@@ -19,7 +19,7 @@ VERDICTS = ("blame", "self", "unattributed", "cleared")
 COLUMNS = (("detected", "found"), ("first_right", "1st"), ("latency_p50_s", "p50 s"), ("latency_p95_s", "p95 s"),
            ("request_p50_s", "req. p50 s"), ("precision", "prec."), ("coverage", "cover"),
            ("share_error", "share err"),
-           ("false_blames", "false"), ("false_per_h", "per h"), ("watch_cpu_pct", "CPU %"))
+           ("false_blames", "false"), ("no_baseline", "no base"), ("false_per_h", "per h"), ("watch_cpu_pct", "CPU %"))
 
 
 def verdicts(store: Store, trial_id: str) -> list[dict]:
@@ -33,7 +33,8 @@ def judged(trial: dict, events: list[dict], steps: list[dict] = (), samples=None
     p, case = trial["params"], CASES[trial["case_name"]]
     t_use = p.get("t_use")  # None: not measured (a network case, a store of an older contend)
     truth = Truth(case.antagonist, trial["resource"], p["t_start"], p["t_end"], p["duration_s"],
-                  t_use if t_use is not None else math.nan, case.antagonists or ("noisy",))
+                  t_use if t_use is not None else math.nan, case.antagonists or ("noisy",),
+                  p.get("baseline_periods"))
     out = trial_metrics(events, truth)
     if steps and samples is not None:
         use = {n: list(zip(*samples.series(n, "truth", trial["resource"]))) for n in (*case.tenants, "host")}
@@ -87,7 +88,7 @@ def _fmt(metric: str, r: dict) -> str:
     v = r["value"]
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    if metric in ("detected", "first_right", "precision", "coverage"):
+    if metric in ("detected", "first_right", "precision", "coverage", "no_baseline"):
         return f"{v:.0%}"
     return f"{v:.2f}" if metric != "false_blames" else f"{v:.1f}"
 

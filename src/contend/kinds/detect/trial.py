@@ -123,8 +123,10 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
                 result.events.append((0.0, "", "watch-problem", "; ".join(w.problems)))
             t.clock0 = w.collector.clock0  # one clock: the watcher's frames and the trial's events
             log = StepLog(t, case, rel) if case.antagonist and case.resource in StepLog.RESOURCES else None
+            victim = next(r for r, n in rel.items() if n == VICTIM)
             with WatcherThread(w, log) as wt:
-                ran = _loads(t, case, t_change, tr.attack_s, tr.tail_s, result)
+                ran = _loads(t, case, t_change, tr.attack_s, tr.tail_s, result,
+                             baseline=lambda: w.detector.baselined(victim, case.resource))
             _record(result, rel, events, wt.frames, w, ran, log)
         rec.status = "ok"
     except (RuntimeFailed, AgentError, NetworkError) as e:
@@ -248,8 +250,9 @@ class Loads:
 
 
 def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: float,
-           result: TrialResult) -> dict[str, float]:
-    """The case's loads on the trial's clock; when the change really started and ended."""
+           result: TrialResult, baseline: Callable[[], int] = lambda: 0) -> dict:
+    """The case's loads on the trial's clock; when the change really started and ended, and how many calm
+    periods the victim's baseline held as it started (a quick trial's may hold none: issue 51)."""
     total = t_change + attack_s + tail_s
     loads = Loads(t)
     try:
@@ -259,7 +262,7 @@ def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: flo
         use = UseReadings(t.c[ANTAGONIST].cgroup, case.resource, t.now, attack_s) \
             if case.antagonist and case.resource in USE_STEP else None
         with use or nullcontext():
-            start = t.now()
+            start, base = t.now(), baseline()
             joined = {}
             for name in sorted(case.at_change, key=lambda n: case.joins.get(n, 0.0)):  # a later antagonist joins
                 at = case.joins.get(name, 0.0) * attack_s
@@ -278,7 +281,7 @@ def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: flo
             raise RuntimeFailed(f"{case.name} case: noisy's load ran {attack_s:g} s and its cgroup's {case.resource} "
                                 f"counter never moved ({len(use.points)} readings): its use could not be seen")
         return {"t_start": start, "t_use": use.t_use() if use is not None else None, "t_end": end,
-                "duration_s": t.now(), "joined": joined}
+                "duration_s": t.now(), "joined": joined, "baseline_periods": base}
     finally:
         loads.stop()
 
