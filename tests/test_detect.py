@@ -129,7 +129,8 @@ def test_coverage_counts_the_harmed_periods_whose_first_culprit_really_took_most
              (4.0, "blame", both), (5.0, "unattributed", []),  # nobody named: not covered
              (6.0, "blame", both), (7.0, "blame", both)]  # t 7: after the attack, not counted
     m = coverage(steps, truth, "victim", ("noisy", "noisy2"), 0.0, 6.0)
-    assert m["harmed_periods"] == 6 and m["coverage"] == pytest.approx(4 / 6)
+    assert m["harmed_periods"] == 6 and m["coverage"] == pytest.approx(4 / 6) and m["all_named"] == 1.0
+    assert coverage(steps[:2], truth, "victim", ("noisy", "noisy2"), 0.0, 6.0)["all_named"] == 0.0
     # true shares: 1/1.1 and 0 while noisy was alone; 1/1.5 and 0.4/1.5 after
     both_err = [abs(0.65 - 1 / 1.5), abs(0.25 - 0.4 / 1.5)]
     err = [abs(0.9 - 1 / 1.1), 0.0] * 2 + [abs(0.4 - 1 / 1.5), abs(0.6 - 0.4 / 1.5)] + both_err + \

@@ -124,13 +124,14 @@ CASES: dict[str, Case] = {c.name: c for c in (
          {"noisy": stress_cpu(1), "noisy2": fio("noisy2", "1G", "--direct=1", "--rw=write", "--bs=1M",
                                                 "--ioengine=libaio", "--iodepth=16")},
          files={"noisy2": "1G"}, joins={"noisy2": JOIN}),
-    # two disk writers of different size: noisy's 1 MiB writes 32 deep, then noisy2's 64 KiB writes 4 deep
+    # two disk writers of different size: noisy's 1 MiB writes 32 deep, then noisy2's 8 deep (about a fifth of
+    # the bytes; 64 KiB writes 4 deep beside noisy moved 0.5 % of them, a second antagonist in name only)
     Case("disk+disk", "disk", True,
          {"victim": fio("victim", DISK_FILES["victim"], *VICTIM_READS),
           "bystander": fio("bystander", DISK_FILES["bystander"], *VICTIM_READS, "--rate_iops=200")},
          {"noisy": fio("noisy", DISK_FILES["noisy"], *BIG_WRITES),
-          "noisy2": fio("noisy2", "512M", "--direct=1", "--rw=write", "--bs=64k", "--ioengine=libaio",
-                        "--iodepth=4")},
+          "noisy2": fio("noisy2", "512M", "--direct=1", "--rw=write", "--bs=1M", "--ioengine=libaio",
+                        "--iodepth=8")},
          files={**DISK_FILES, "noisy2": "512M"}, joins={"noisy2": JOIN}),
     Case("harmony", "cpu", False, {"victim": stress_cpu(1), "bystander": LIGHT}, {"noisy": stress_cpu(1, 20)}),
     # the victim's own quota holds it: it waits on the run queue, and nobody else is to blame

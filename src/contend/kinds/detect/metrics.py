@@ -118,9 +118,11 @@ def coverage(steps: list[tuple[float, str, list]], truth: dict[str, list[tuple[f
     symptom above the detector's threshold) and someone's use to compare: `coverage`, the share whose verdict
     was a blame ranking first who used most of the resource among everyone but the victim; `share_error`, the
     mean over those periods and the antagonists of |named share − true share| (a true share: one's use over
-    everyone's but the victim's); `harmed_periods`, how many periods. nan where no period counts."""
+    everyone's but the victim's); `harmed_periods`, how many periods; with several antagonists `all_named`,
+    whether each was named in one of those periods (a verdict's events show only its major culprits). nan where
+    no period counts."""
     used = true_use(truth, victim)
-    hits, errors, n = 0, [], 0
+    hits, errors, n, ever = 0, [], 0, set()
     for t, kind, culprits in steps:
         moved = used.get(t, {})
         total = sum(moved.values())
@@ -128,11 +130,13 @@ def coverage(steps: list[tuple[float, str, list]], truth: dict[str, list[tuple[f
             continue
         n += 1
         named = dict((c, x) for c, x in culprits) if kind == "blame" else {}
+        ever |= set(named)
         most = max(moved, key=lambda k: moved[k])
         hits += bool(culprits) and kind == "blame" and culprits[0][0] == most
         errors += [abs(named.get(a, 0.0) - moved.get(a, 0.0) / total) for a in antagonists]
     return {"coverage": hits / n if n else math.nan,
-            "share_error": float(np.mean(errors)) if errors else math.nan, "harmed_periods": float(n)}
+            "share_error": float(np.mean(errors)) if errors else math.nan, "harmed_periods": float(n),
+            **({"all_named": float(set(antagonists) <= ever)} if len(antagonists) > 1 else {})}
 
 
 def cell_figures(trials: list[dict[str, float]], hours: list[float]) -> dict[str, float]:
