@@ -555,6 +555,8 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
         w = Watcher(cfg, events=None if live else emit, record=out)
     except OSError as e:  # the metrics port taken, say
         fail(f"cannot start: {e}")
+    except KeyboardInterrupt:  # stopped while it started (bpftrace compiling): what it started is stopped
+        return
     if guard:
         from .watch.handoff import GuardHandoff
         # the guard's JSON log on stderr, but not under the live table

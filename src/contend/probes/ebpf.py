@@ -203,7 +203,12 @@ class BpftraceProbes:
         ready = threading.Event()
         self._thread = threading.Thread(target=self._read, args=(probes, ready), daemon=True, name="bpftrace")
         self._thread.start()
-        if not ready.wait(timeout) or self._proc.poll() is not None:
+        try:
+            attached = ready.wait(timeout)
+        except BaseException:  # Ctrl-C or SIGTERM while bpftrace compiles: it is in a session of its own
+            self._stop_proc()
+            raise
+        if not attached or self._proc.poll() is not None:
             err = self._stop_proc()
             self.problems.append(f"bpftrace did not attach: {err or 'timed out'}")
             self.attached, self.tracepoints = [], {}

@@ -200,24 +200,29 @@ class WatchCollector:
             if not self.runq.attached:
                 self.runq.stop()
                 self.runq = None
-        self._prev: dict[str, tuple[float, Stats, dict[str, float], tuple[int, ...]]] = {}
-        if host.mode in ("v1", "hybrid"):  # the disks' v1 I/O counters on (cgroups.v1.count_io), from a
-            # cgroup of its own made for that alone: the watched containers' are not contend's to write
-            own = host.cgroup(f"{PREFIX}/watch-{os.getpid()}")
-            try:
-                own.create()
-            except OSError as e:
-                self.problems.append(f"could not turn the disks' I/O counters on ({e}): disk use may read 0")
-            finally:
-                own.remove()
-        self._host_ns = host_netns()
-        self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
-        self._credit: dict[str, float] = {}  # charged to the watched, not written by the disks yet (settle)
-        self._mirrored: dict[str, frozenset[int]] = {}  # each own container's processes mirrored last period
-        self._files = KeptOpen()
-        self._host_psi = host_psi()
-        self._ticks = cpu_ticks()
-        self._t = time.monotonic()
+        try:  # interrupted from here on (Ctrl-C, SIGTERM), the probe started above goes too
+            self._prev: dict[str, tuple[float, Stats, dict[str, float], tuple[int, ...]]] = {}
+            if host.mode in ("v1", "hybrid"):  # the disks' v1 I/O counters on (cgroups.v1.count_io), from a
+                # cgroup of its own made for that alone: the watched containers' are not contend's to write
+                own = host.cgroup(f"{PREFIX}/watch-{os.getpid()}")
+                try:
+                    own.create()
+                except OSError as e:
+                    self.problems.append(f"could not turn the disks' I/O counters on ({e}): disk use may read 0")
+                finally:
+                    own.remove()
+            self._host_ns = host_netns()
+            self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
+            self._credit: dict[str, float] = {}  # charged to the watched, not written by the disks yet (settle)
+            self._mirrored: dict[str, frozenset[int]] = {}  # each own container's processes mirrored last period
+            self._files = KeptOpen()
+            self._host_psi = host_psi()
+            self._ticks = cpu_ticks()
+            self._t = time.monotonic()
+        except BaseException:
+            if self.runq is not None:
+                self.runq.stop()
+            raise
         self.clock0 = self._t if clock0 is None else clock0  # frames' t: seconds since then
 
     def set_targets(self, targets: dict[str, Resolved]) -> None:
