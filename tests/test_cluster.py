@@ -9,11 +9,12 @@ import json
 import tarfile
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
 import yaml
 
 from contend.cluster import render
-from contend.cluster.validate import problem, validate_dir
+from contend.cluster.validate import kubernetes_for, problem, validate_dir
 from contend.kinds import load, open_store, parse, study_for
 from contend.spec import digest
 from contend.store import Store
@@ -115,7 +116,13 @@ def test_the_watch_daemonset_reads_every_pod_unprivileged_and_serves_metrics(tmp
     assert c["command"][:3] == ["contend", "watch", "--json"] and "--no-ebpf" in c["command"]
     assert "cgroup:kubepods*/*/*pod[0-9a-f]*" in c["command"] and "0.0.0.0:9733" in c["command"]
     assert c["securityContext"]["privileged"] is False and c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    assert [m.get("readOnly") for m in c["volumeMounts"] if m["mountPath"] == "/sys/fs/cgroup"] == [True]
+    # issue 52 M4: read-only all the way down (the v1 controllers are mounts of their own below /sys/fs/cgroup), a
+    # field Kubernetes 1.28 does not have: this document is checked against 1.33's schema, and 1.28's refuses it
+    assert [(m.get("readOnly"), m.get("recursiveReadOnly")) for m in c["volumeMounts"]
+            if m["mountPath"] == "/sys/fs/cgroup"] == [(True, "Enabled")]
+    assert kubernetes_for(ds) == "1.33.0" and "mountPropagation" not in str(c["volumeMounts"])
+    with pytest.raises(kubernetes_validate.ValidationError, match="recursiveReadOnly"):
+        kubernetes_validate.validate(ds, "1.28.0", strict=True)
     # issue 52 M4: the PSI-only watch is nobody (contend watch --no-ebpf needs no root: test_watch)
     assert c["securityContext"]["runAsUser"] == 65534 and c["securityContext"]["runAsNonRoot"] is True
     assert pod["automountServiceAccountToken"] is False

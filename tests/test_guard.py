@@ -386,6 +386,8 @@ def test_alert_hook_runs_when_lifelines_exceed_capacity(cg, target_file, tmp_pat
     (["-t", "contend", "--capacity", "254:0=fast"], "not a rate"),
     (["-t", "contend", "--policy", "magic"], "policy: must be one of"),
     ([], "targets: required"),
+    (["-t", "contend", "--policy", "static", "--capacity", "254:0=auto"],
+     "disks[0].capacity: auto needs a policy that learns the disk (contend, hybrid): static divides"),
 ])
 def test_bad_configuration_is_one_line_and_exit_2(args, message):
     p = contend("guard", *args)
@@ -586,7 +588,8 @@ def test_the_victims_own_view_comes_from_every_io():
     ("policies: [none, contend]\nsweep: {p: [0.1, 0.1]}", "sweep.p[1]: value 0.1 given twice"),
     ("policies: [none, contend]\nsweep: {vrate: [60]}", "sweep.vrate"),
     ("policies: [none, contend]\nsweep: {backoff: [0.8, 1.5]}", "sweep: backoff[1]: Input should be less than"),
-    ("policies: [none, static]\nsweep: {capacity: [1.5, 0]}", "sweep: capacity[1]: must be > 0 and <= 10"),
+    ("policies: [none, static]\nsweep: {capacity: [1.5, -1]}", "sweep: capacity[1]: must be >= 0 (0: told nothing)"),
+    ("policies: [none, static]\ncapacity: 0", "capacity: 0 (told nothing) needs policies that learn the disk"),
     ("policies: [none, static]\ncapacity: 11", "capacity: must be <= 10"),
 ])
 def test_bad_guard_study_specs_are_exit_2(tmp_path, patch, message):
@@ -679,6 +682,58 @@ def test_the_guard_is_told_the_calibration_times_the_studys_capacity():
     spec = GuardStudy.model_validate({**doc, "sweep": {}})
     settings, told = guard_settings(spec, spec.variant("static"), 1e9)
     assert told == pytest.approx(1.25e9) and "capacity" not in settings
+
+
+def test_told_nothing_is_capacity_0_for_the_policies_that_learn_the_disk():
+    """Issue 55, pure: a study's capacity 0 is the guard told nothing (inf); static and aridac, which divide a
+    number, skip that point of a sweep and refuse it as the study's own."""
+    import yaml
+
+    from contend.kinds.protection.spec import GuardStudy
+    from contend.kinds.protection.trial import guard_settings
+    doc = {**yaml.safe_load(SMALL), "policies": ["none", "static", "contend"], "sweep": {"capacity": [0, 1]}}
+    spec = GuardStudy.model_validate(doc)
+    assert [v.label for v in spec.variants()] == [
+        "none", "static@capacity=1", "contend@capacity=0", "contend@capacity=1"]
+    _, told = guard_settings(spec, spec.variant("contend@capacity=0"), 1e9)
+    assert told == math.inf
+    with pytest.raises(ValueError, match=r"0 \(told nothing\) needs policies that learn the disk .*: static"):
+        GuardStudy.model_validate({**doc, "sweep": {}, "capacity": 0})
+
+
+def test_a_guard_never_calibrated_learns_the_experiment_disk(monkeypatch, tmp_path):
+    """Issue 55, pure: no --capacity and no calibration: contend guards the experiment disk told nothing (no disk
+    benchmark first); static still needs the number and would calibrate."""
+    import importlib
+
+    from contend.guard import default_disks
+    calibrate = importlib.import_module("contend.doctor.calibrate")  # the module, not the function of that name
+    monkeypatch.setattr(calibrate, "CAPACITY_FILE", tmp_path / "capacity.json")
+    said = []
+    assert default_disks("contend", say=said.append) == {calibrate.device_of(DATA): math.inf}
+    assert "learns what it delivers from the first contention" in said[0]
+    assert not (tmp_path / "capacity.json").exists()
+
+
+@needs_root
+def test_a_guard_told_nothing_runs_caps_nobody_alone_and_says_so(cg, target_file):
+    """Issue 55: `contend guard --capacity DEV=auto`: the start line says auto; a writer alone is contention with
+    nobody, so no cap and no capacity event; the run ends cleanly."""
+    require("dd")
+    host, g = cg
+    dev = device_of(DATA)
+    p = subprocess.Popen([*CONTEND, "guard", "-t", f"cgroup:{g.relpath}", "--capacity", f"{dev}=auto",
+                          "--metrics", "off", "--duration", "6"], stderr=subprocess.PIPE, text=True)
+    time.sleep(2)
+    w = subprocess.run(["dd", "if=/dev/zero", f"of={target_file}", "bs=1M", "count=200", "oflag=direct"],
+                       capture_output=True, preexec_fn=lambda: g.add_pid(os.getpid()))
+    assert w.returncode == 0
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    (start,) = [e for e in events if e["event"] == "start"]
+    assert start["disks"] == {dev: "auto"}, start
+    assert not [e for e in events if e["event"] in ("cap", "capacity") and e.get("cap_bytes_s")], events
 
 
 def test_io_cost_qos_lines_are_read_and_written_back_as_they_were(tmp_path):

@@ -21,32 +21,14 @@ from contend.guard.policy import (
     make,
     waterfill,
 )
+from contend.guard.simulate import simulate
 
 C = 1000.0  # capacity, bytes/s: the paper's 1 MB/s in kB/s
 
 
-def run(policy, demand, periods, capacity=lambda k: C, floor=10.0):
-    """Simulate a disk: each target gets min(demand, cap), scaled down when the disk is oversubscribed.
-
-    demand(k) -> {name: bytes/s}; capacity(k) is what the disk really delivers in period k (the policy is
-    told C). Returns per-period usage and caps."""
-    names = list(demand(0))
-    usage = {n: [] for n in names}
-    caps = {n: None for n in names}
-    state: dict = {}
-    trace = []
-    for k in range(periods):
-        want = {n: min(d, caps[n]) if caps[n] is not None else d for n, d in demand(k).items()}
-        total = sum(want.values())
-        real = capacity(k)
-        got = {n: w * min(1.0, real / total) if total else 0.0 for n, w in want.items()}
-        for n in names:
-            usage[n].append(got[n])
-        inp = PolicyInput([TargetView(n, np.array(usage[n]), caps[n]) for n in names], C, floor, state=state)
-        d = policy.decide(inp)
-        caps, state = d.caps, d.state
-        trace.append((got, dict(caps), d))
-    return trace
+def run(policy, demand, periods, capacity=None, floor=10.0):
+    """The policy told C on a simulated disk (guard/simulate.py) that delivers capacity(k) (C) in period k."""
+    return simulate(policy, demand, periods, C, capacity or (lambda k: 1000.0), floor)
 
 
 def workload1(burst_at=20):
@@ -241,6 +223,50 @@ def test_contend_holds_three_periods_after_a_decrease():
         estimates.append(d.capacity)
     # 0.9 × what the disk delivered (100 + 800), held three periods, then 0.9 × the estimate (lower)
     assert estimates == pytest.approx([810, 810, 810, 810, 729])
+
+
+def told(capacity, policy=None, demand=None, real=None, periods=400):
+    """`run` with the policy told `capacity` (inf: nothing) instead of C; the disk delivers `real` (C)."""
+    global C
+    saved, C = C, capacity
+    try:
+        return run(policy or ContendPolicy(), demand or workload1(), periods, capacity=real or (lambda k: saved))
+    finally:
+        C = saved
+
+
+def test_contend_told_nothing_caps_nobody_until_contention_then_learns_the_disk():
+    """Issue 55: no capacity at all. No caps while nobody contends; the burst's first period squeezes the
+    victim, which teaches the estimate: 0.9 × what the disk delivered over two periods (low: the first predates
+    the burst), then the climb while the caps are met. From then on the victim is protected and the burst gets
+    what it leaves, as told the right number."""
+    trace = told(math.inf)
+    assert all(c == {"victim": None, "burst": None} for _, c, _ in trace[:20])
+    learnt = next(k for k, (_, _, d) in enumerate(trace) if math.isfinite(d.capacity))
+    assert learnt == 20 and 0.5 * C <= trace[learnt][2].capacity <= 0.9 * C
+    assert "victim pre-empted while the disk delivered 0 MB/s" in trace[learnt][2].said  # bytes/s here: kB/s
+    after = [g for g, _, _ in trace[learnt + 3:]]
+    assert min(g["victim"] for g in after) >= 199
+    assert np.mean([g["burst"] for g in after[-100:]]) >= 0.95 * (C - 200)
+    assert trace[-1][2].capacity == pytest.approx(1.02 * C)  # a little above the most the disk delivered
+
+
+def test_contend_told_nothing_follows_a_disk_that_slows_as_told_right_does():
+    """The disk drops to 0.6 C at period 100: told nothing ends where told C does (within 5 %), with the
+    victim as well off."""
+    disk = C
+    slows = lambda k: disk if k < 100 else 0.6 * disk  # noqa: E731
+    right, nothing = told(C, real=slows, periods=600), told(math.inf, real=slows, periods=600)
+    assert nothing[-1][2].capacity == pytest.approx(right[-1][2].capacity, rel=0.05)
+    victim = lambda tr: np.mean([g["victim"] for g, _, _ in tr[-200:]])  # noqa: E731
+    assert victim(nothing) >= 0.97 * victim(right)
+
+
+def test_contend_says_what_it_believes_only_when_that_changes():
+    trace = told(C, demand=workload1(), real=lambda k: C if k < 100 else 0.6 * C)
+    said = [(k, d.said) for k, (_, _, d) in enumerate(trace) if d.said]
+    assert said and all(k >= 100 for k, _ in said), said  # the disk slowed at 100: nothing said before
+    assert len(said) <= 3 and "estimate" in said[0][1]
 
 
 def test_contend_finds_a_disk_slower_than_calibrated_in_one_decrease():

@@ -421,8 +421,10 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                          "iolatency (io.latency targets for the heaviest "
                                                          "targets, cgroup v2), aridac, static or none."),
           capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
-                                             help="A disk to guard and what it delivers, e.g. 254:0=4G "
-                                                  "(repeatable; default: the calibrated disk)."),
+                                             help="A disk to guard and what it delivers, e.g. 254:0=4G, or "
+                                                  "254:0=auto to learn it (repeatable; default: the calibrated "
+                                                  "disk, else the experiment disk, learnt). contend and hybrid "
+                                                  "start from it and follow the disk down."),
           period_ms: Optional[int] = typer.Option(None, help="Collector and policy period (default: 1000 ms "
                                                              "for aridac, as its authors' code samples; else 100)."),
           window: Optional[int] = typer.Option(None, help="N: periods in a target's lifeline (default 30)."),
@@ -466,7 +468,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     except SpecError as e:
         fail(str(e))
     need_root("contend guard")
-    capacities = _guard_disks({d.device: d.capacity for d in cfg.disks})
+    capacities = _guard_disks({d.device: d.capacity for d in cfg.disks}, cfg.policy)
     _term_as_interrupt()
     try:
         g = Guard(cfg, capacities)
@@ -645,7 +647,7 @@ def _options(image: Optional[str], namespace: str, node_label: str, **kw):
 def _write_valid(out: Path, files: dict) -> None:
     """Write the manifests, then check them as written (a problem here is contend's bug: exit 1)."""
     from .cluster import render
-    from .cluster.validate import ARGO, KUBERNETES, validate_file
+    from .cluster.validate import ARGO, KUBERNETES_SAID, validate_file
     written = render.write(out, files)
     problems = [line for p in written for line in validate_file(p)]
     for line in problems:
@@ -654,7 +656,7 @@ def _write_valid(out: Path, files: dict) -> None:
         raise typer.Exit(1)
     for p in written:
         console.print(f"  {p}", highlight=False)
-    console.print(f"valid against Kubernetes {KUBERNETES} and Argo Workflows {ARGO} (strict)", highlight=False)
+    console.print(f"valid against Kubernetes {KUBERNETES_SAID} and Argo Workflows {ARGO} (strict)", highlight=False)
 
 
 @cluster_app.command("render")
@@ -696,14 +698,14 @@ def cluster_render(spec_path: Path = typer.Argument(..., metavar="SPEC", help="E
                   "      contend cluster collect on its trials' artifacts (docs/cluster.md)", highlight=False)
 
 
-def _guard_disks(given: dict[str, float]) -> dict[str, float]:
-    """The disks a guard caps on and their capacities: those given, else the calibrated disk (calibrated now
-    if it never was); each one checked to exist."""
+def _guard_disks(given: dict[str, float], policy: str = "contend") -> dict[str, float]:
+    """The disks a guard caps on and their capacities: those given, else the calibrated disk (never calibrated:
+    learnt, or calibrated now for a policy that needs the number); each one checked to exist."""
     from .guard import default_disks
     from .spec import SpecError
     from .tools import ToolFailed
     try:
-        capacities = given or default_disks(say=lambda s: print(f"contend: {s}", file=sys.stderr))
+        capacities = given or default_disks(policy, say=lambda s: print(f"contend: {s}", file=sys.stderr))
     except SpecError as e:
         fail(str(e))
     except ToolFailed as e:  # the disk's calibration
@@ -731,7 +733,7 @@ def _capacity_flags(capacity: list[str]) -> list[dict]:
     for c in capacity:
         dev, sep, rate = c.partition("=")
         if not sep:
-            fail(f"--capacity {c}: expected MAJ:MIN=RATE, e.g. 254:0=4G")
+            fail(f"--capacity {c}: expected MAJ:MIN=RATE, e.g. 254:0=4G (or 254:0=auto)")
         disks.append({"device": dev, "capacity": rate})
     return disks
 
@@ -811,9 +813,10 @@ def cluster_render_watch(out: Path = typer.Option(..., "--out", "-o", help="Dire
 
 @cluster_app.command("validate")
 def cluster_validate(directory: Path = typer.Argument(..., metavar="DIR", help="Rendered manifests (*.yaml).")):
-    """Check every manifest in DIR against Kubernetes 1.28's schema and Argo Workflows v3.5.0's, strictly
-    (unknown fields are errors). Exit 1 and one line per problem when any is invalid."""
-    from .cluster.validate import ARGO, KUBERNETES, validate_dir
+    """Check every manifest in DIR against Kubernetes 1.28's schema (1.33's where a document mounts a volume
+    recursively read-only) and Argo Workflows v3.5.0's, strictly (unknown fields are errors). Exit 1 and one
+    line per problem when any is invalid."""
+    from .cluster.validate import ARGO, KUBERNETES_SAID, validate_dir
     if not directory.is_dir():
         fail(f"{directory}: no such directory")
     n, problems = validate_dir(directory)
@@ -821,7 +824,7 @@ def cluster_validate(directory: Path = typer.Argument(..., metavar="DIR", help="
         print(f"contend: {line}", file=sys.stderr)
     if n == 0:
         fail(f"{directory}: no manifests (*.yaml)")
-    console.print(f"{n - len(problems)} of {n} documents valid (Kubernetes {KUBERNETES}, Argo Workflows {ARGO})",
+    console.print(f"{n - len(problems)} of {n} documents valid (Kubernetes {KUBERNETES_SAID}, Argo Workflows {ARGO})",
                   highlight=False)
     raise typer.Exit(1 if problems else 0)
 

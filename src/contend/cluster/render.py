@@ -181,9 +181,8 @@ CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 # /proc/diskstats need: root's uid and no capability at all
 GUARD_SECURITY = {"privileged": False, "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                   "runAsUser": 0, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
-# the PSI-only watch reads world-readable files: nobody's uid. Its cgroup mount is read-only, and what stays
-# writable below it on a v1 node (the controllers' own mounts: readOnly is not recursive on Kubernetes 1.28, the
-# schema contend checks against) is root's files, which uid 65534 without capabilities cannot write
+# the PSI-only watch reads world-readable files: nobody's uid. Its cgroup mount is read-only recursively: a plain
+# readOnly leaves the v1 controllers' own mounts below /sys/fs/cgroup writable (Kubernetes 1.33 or later)
 WATCH_SECURITY = {**GUARD_SECURITY, "runAsUser": 65534, "runAsGroup": 65534, "runAsNonRoot": True}
 
 
@@ -221,7 +220,8 @@ def node_daemon(app: str, command: list[str], port: int, opt: Options, host_path
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/version": __version__}
     ns = opt.namespace
     mounts = [*([{"name": "config", "mountPath": SPEC_MOUNT, "readOnly": True}] if config else []),
-              *({**m, "readOnly": True} if m["name"] in read_only else m for m in host_mounts(host_paths))]
+              *({**m, "readOnly": True, "recursiveReadOnly": "Enabled"} if m["name"] in read_only else m
+                for m in host_mounts(host_paths))]
     volumes = [*([{"name": "config", "configMap": {"name": name}}] if config else []), *host_volumes(host_paths)]
     pod: dict = {
         "terminationGracePeriodSeconds": grace_s,

@@ -1,7 +1,8 @@
 """Manifests checked against pinned schemas, strictly (an unknown field is an error, as the API server's
 field validation would make it): Kubernetes kinds against the OpenAPI schema of Kubernetes 1.28 (what the
-paper's k3s v1.28.4 serves; the JSON schemas kubernetes-validate ships), Argo Workflows against the JSON
-schema of Argo Workflows v3.5.0 (the paper's), vendored from its Go module (api/jsonschema/schema.json).
+paper's k3s v1.28.4 serves; the JSON schemas kubernetes-validate ships), or of 1.33 for a document that uses a
+field GA only there (the watch's recursively read-only cgroup mount); Argo Workflows against the JSON schema of
+Argo Workflows v3.5.0 (the paper's), vendored from its Go module (api/jsonschema/schema.json).
 """
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ import yaml
 from ..spec import yaml_problem
 
 KUBERNETES = "1.28.0"
+# recursiveReadOnly on a volume mount: alpha in 1.30, GA in 1.33 (KEP-3857). Without it a read-only cgroupfs mount
+# leaves the v1 controllers' own mounts below it writable.
+RECURSIVE_READ_ONLY = "1.33.0"
+KUBERNETES_SAID = f"{KUBERNETES} ({RECURSIVE_READ_ONLY} where a mount is recursively read-only)"
 ARGO = "v3.5.0"
 ARGO_SCHEMA = f"argo-workflows-{ARGO}.json.gz"
 ARGO_KINDS = {"Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow"}
@@ -44,13 +49,27 @@ def problem(doc: dict) -> str | None:
                   "definitions": argo_definitions()}
         err = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(schema).iter_errors(doc))
         return None if err is None else f"{_where(err.absolute_path)}: {err.message} (Argo Workflows {ARGO})"
+    version = kubernetes_for(doc)
     try:
-        kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+        kubernetes_validate.validate(doc, version, strict=True)
     except kubernetes_validate.SchemaNotFoundError:
-        return f"{doc['apiVersion']} {doc['kind']}: not a kind of Kubernetes {KUBERNETES}"
+        return f"{doc['apiVersion']} {doc['kind']}: not a kind of Kubernetes {version}"
     except kubernetes_validate.ValidationError as e:
-        return f"{_where(e.absolute_path)}: {e.message} (Kubernetes {KUBERNETES})"
+        return f"{_where(e.absolute_path)}: {e.message} (Kubernetes {version})"
     return None
+
+
+def kubernetes_for(doc: dict) -> str:
+    """The oldest Kubernetes a document needs: 1.28 unless it mounts a volume recursively read-only."""
+    return RECURSIVE_READ_ONLY if "recursiveReadOnly" in _keys(doc) else KUBERNETES
+
+
+def _keys(node) -> set[str]:
+    if isinstance(node, dict):
+        return set(node).union(*map(_keys, node.values()))
+    if isinstance(node, list):
+        return set().union(*map(_keys, node))
+    return set()
 
 
 def _where(path) -> str:

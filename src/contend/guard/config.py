@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from ..spec import SpecError, Strict, format_error, yaml_problem
-from .policy import PolicyName
+from .policy import POLICIES, PolicyName
 from .targets import check_selector
 
 # what a disk can deliver, bytes/s: a capacity outside these is a typo or a broken calibration, and a
@@ -41,6 +41,10 @@ def check_capacity(v: float) -> float:
     return float(v)
 
 
+# a disk's capacity not told: the policy learns it (inf through the guard and its policy; "auto" in a config)
+AUTO = "auto"
+
+
 class GuardSettings(Strict):
     """The guard's tunables, shared by `contend guard` and guard studies."""
 
@@ -63,11 +67,13 @@ class GuardSettings(Strict):
 
 class Disk(Strict):
     device: str = Field(pattern=r"^[0-9]+:[0-9]+$")  # MAJ:MIN of a whole disk
-    capacity: float  # bytes/s (reads + writes) the disk delivers
+    capacity: float  # bytes/s (reads + writes) the disk delivers; "auto" (inf): the policy learns it
 
     @field_validator("capacity", mode="before")
     @classmethod
     def _rate(cls, v):
+        if isinstance(v, str) and v.strip().lower() == AUTO:
+            return math.inf
         return check_capacity(parse_rate(v))
 
 
@@ -91,6 +97,17 @@ class GuardConfig(GuardSettings):
     rescan_s: float = Field(default=1.0, gt=0, le=3600)  # how often selectors are resolved again
     # at start, how long a named target that does not exist yet (cgroup:PATH, docker:NAME) is waited for
     wait_s: float = Field(default=60.0, ge=0, le=86_400)
+
+    @field_validator("disks")
+    @classmethod
+    def _told_where_needed(cls, v: list[Disk], info: ValidationInfo) -> list[Disk]:
+        policy = info.data.get("policy", "contend")
+        if POLICIES[policy].needs_capacity:
+            for i, d in enumerate(v):
+                if not math.isfinite(d.capacity):
+                    raise ValueError(f"[{i}].capacity: {AUTO} needs a policy that learns the disk (contend, hybrid): "
+                                     f"{policy} divides a capacity it is told")
+        return v
 
     @field_validator("targets", mode="before")
     @classmethod
@@ -124,10 +141,18 @@ def load(path: Path | None, overrides: dict, source_flags: str = "command line")
         raise SpecError(format_error(source, e)) from None
 
 
-def default_disks(say=print) -> dict[str, float]:
-    """The calibrated experiment disk and its bandwidth (calibrated now if it never was)."""
-    from ..doctor import ensure_capacity
-    from ..doctor.calibrate import CAPACITY_FILE
+def default_disks(policy: str = "contend", say=print) -> dict[str, float]:
+    """The calibrated experiment disk and its bandwidth; never calibrated: the experiment disk with its capacity
+    to learn (inf), or, for a policy that divides a number (static, aridac), calibrated now."""
+    from ..doctor import ensure_capacity, load_capacity
+    from ..doctor.calibrate import CAPACITY_FILE, device_of
+    from ..paths import DATA
+    cap = load_capacity()
+    if "disk_write_bw_bytes_s" not in cap and not POLICIES[policy].needs_capacity:
+        dev = device_of(DATA)
+        say(f"no capacity told and {dev} never calibrated: the {policy} policy learns what it delivers from the "
+            f"first contention it sees (--capacity {dev}=RATE tells it where to start)")
+        return {dev: math.inf}
     cap = ensure_capacity(["disk"], say=say)
     try:
         return {cap["disk_device"]: check_capacity(cap["disk_write_bw_bytes_s"])}

@@ -26,7 +26,7 @@ from ..cgroups.host import kernel_option
 from ..hooks import Hooks
 from ..runtimes import signals_deferred
 from .collector import Collector, Escape, escaping, queued_use
-from .config import MIN_CAP, GuardConfig
+from .config import AUTO, MIN_CAP, GuardConfig
 from .limiter import Limiter
 from .policy import PolicyInput, TargetView, default_period_ms, make
 from .targets import Resolved, TargetError, TargetPending, resolve
@@ -165,6 +165,7 @@ class Guard:
         self.usage: dict[tuple[str, str], deque] = {}
         self.latency = {d: deque(maxlen=max(self._keep, 50)) for d in disks}
         self.state: dict[str, dict] = {d: {} for d in disks}
+        self.believed: dict[str, float] = {}  # per disk, the capacity the policy divided last period
         self.alerts: dict[str, str] = {d: "" for d in disks}
         self.caps: dict[tuple[str, str], float | None] = {}
         self.records: list[Period] | None = [] if record else None
@@ -307,10 +308,13 @@ class Guard:
                 h.append(wants[name])
                 self.metrics.usage.labels(name, dev).set(used[name])
                 views.append(TargetView(name, np.array(h), self.caps.get((name, dev)), self.targets[name].weight))
-            d = self.policy.decide(PolicyInput(views, capacity, max(MIN_CAP, self.cfg.floor * capacity),
+            d = self.policy.decide(PolicyInput(views, capacity, self._floor(dev, capacity),
                                                np.array(self.latency[dev]), self.state[dev]))
             self.state[dev] = d.state
+            self.believed[dev] = d.capacity
             self.metrics.capacity.labels(dev).set(d.capacity)
+            if d.said:
+                self.log("capacity", device=dev, capacity_bytes_s=round(d.capacity), why=d.said)
             gated = self.gate is not None and not self.gate(dev)
             for name, cap in d.caps.items():
                 cap = None if gated else cap
@@ -329,6 +333,11 @@ class Guard:
                                            used, dict(d.caps),
                                            esc.unattributed_bytes_s, esc.targets))
             self._alert(dev, d.alert)
+
+    def _floor(self, dev: str, told: float) -> float:
+        """No cap below `floor` × the capacity: the one told, else the policy's estimate once it has one."""
+        basis = told if math.isfinite(told) else self.believed.get(dev, math.inf)
+        return max(MIN_CAP, self.cfg.floor * basis) if math.isfinite(basis) else MIN_CAP
 
     def _used(self, dev: str, t: float, seen: dict[str, dict],
               esc: Escape) -> tuple[dict[str, float], dict[str, float]]:
@@ -400,7 +409,8 @@ class Guard:
         stop = stop or threading.Event()
         period = self.period_ms / 1000
         end = None if duration is None else time.monotonic() + duration
-        self.log("start", policy=self.cfg.policy, disks={d: round(c) for d, c in self.disks.items()},
+        self.log("start", policy=self.cfg.policy,
+                 disks={d: round(c) if math.isfinite(c) else AUTO for d, c in self.disks.items()},
                  scheduler=self.policy.scheduler or None,
                  period_ms=self.period_ms, window=self.cfg.window,
                  **{k: getattr(self.policy, k) for k in ("p", "backoff", "climb", "latency_ms")

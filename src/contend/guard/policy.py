@@ -27,7 +27,7 @@ class TargetView:
 @dataclass(frozen=True)
 class PolicyInput:
     targets: list[TargetView]
-    capacity: float  # bytes/s the disk is believed to deliver (configured or calibrated)
+    capacity: float  # bytes/s the disk is told to deliver (configured or calibrated); inf: told nothing
     floor: float  # no cap goes below this
     latency: np.ndarray = field(default_factory=lambda: np.array([]))  # device ms per I/O per period
     state: dict = field(default_factory=dict)  # what the policy returned last period
@@ -41,6 +41,7 @@ class Decision:
     state: dict = field(default_factory=dict)
     # per target, its BFQ or io.cost weight, or its io.latency target in µs; {}: none set
     weights: dict[str, int] = field(default_factory=dict)
+    said: str = ""  # non-empty: what the policy now believes of the disk, and why (the guard logs it)
 
 
 class Policy:
@@ -51,6 +52,7 @@ class Policy:
     # (io.latency targets, µs)
     weighs = ""
     tunables: dict[str, int] = {}  # that scheduler's tunables (queue/iosched/), set where the guard switched it
+    needs_capacity = False  # it divides the capacity it is told (static, aridac); the others learn it or need none
 
     def decide(self, inp: PolicyInput) -> Decision:  # pragma: no cover - interface
         raise NotImplementedError
@@ -69,6 +71,7 @@ class StaticPolicy(Policy):
     """Static caps by weight: capacity × weight / Σ weights each, whatever the load (io.max set once)."""
 
     name = "static"
+    needs_capacity = True
 
     def decide(self, inp: PolicyInput) -> Decision:
         total = sum(t.weight for t in inp.targets) or 1.0
@@ -108,6 +111,7 @@ class AridacPolicy(Policy):
     p: float = 0.35
     name = "aridac"
     period_ms = 1000
+    needs_capacity = True
 
     def queues(self, inp: PolicyInput) -> dict[str, list[float]]:
         """Each target's queue of shares after this period's sample (gone targets forgotten)."""
@@ -195,6 +199,10 @@ class ContendPolicy(Policy):
       is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
       hurt last time. A disk that slows down (Aridac Fig. 8) lowers the estimate instead of squeezing the
       victim.
+    - told nothing (capacity inf, issue 55): no caps at all until the first contention (a target pre-empted
+      while an uncapped one grows past its lifeline, or the latency is up), which sets the estimate as above;
+      from then on the configured capacity is a little (`probe`) above the most the disk was seen to deliver
+      in a period, so the estimate follows the disk up as well as down.
     """
 
     window: int = 30
@@ -205,15 +213,19 @@ class ContendPolicy(Policy):
     lowest: float = 0.5  # the estimate never drops below this share of the configured capacity: a disk that
     # slowed further is not helped by squeezing everybody (the overload alert says it instead)
     latency_factor: float = 4.0  # device latency this many times its floor counts as saturated (0: ignore)
+    probe: float = 0.02  # told nothing: the ceiling, this share above the most the disk delivered in a period
     name = "contend"
 
     def decide(self, inp: PolicyInput) -> Decision:
-        cap_max = inp.capacity
-        est = float(inp.state.get("capacity", cap_max))
+        now = sum(float(t.usage[-1]) for t in inp.targets if len(t.usage))
+        peak = max(float(inp.state.get("peak", 0.0)), now)  # the most the disk was seen to deliver
+        # told nothing: nothing to climb to before the first contention, then a little above the disk's best
+        cap_max = inp.capacity if math.isfinite(inp.capacity) else (1 + self.probe) * peak
+        est = float(inp.state.get("capacity", inp.capacity))
         bad = float(inp.state.get("hurt_at", cap_max))
         hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
         claims, weights = {}, {}
-        wanting, preempted = [], []
+        wanting, growing, preempted = [], [], []
         need = 0.0  # Σ lifeline × (1 + P): what the targets live at
         for t in inp.targets:
             u = t.usage
@@ -228,11 +240,14 @@ class ContendPolicy(Policy):
             # pre-empted: the last two periods below its lifeline (two, not one: a bucket's jitter)
             if len(u) >= 3 and life > inp.floor and _mean_tail(u, 2) < (1 - self.tolerance) * life:
                 preempted.append(t.name)
-        # the disk is saturated: somebody wants more than its cap, the device's latency is up, or
-        # everybody got less at once (the disk slowed down)
+            elif t.cap is None and len(u) >= 3 and _mean_tail(u, 2) > (1 + self.p) * max(life, inp.floor):
+                growing.append(t.name)  # uncapped (told nothing yet): growing is its wanting more
+        # the disk is saturated: somebody wants more than its cap (or grows, uncapped), the device's latency
+        # is up, or everybody got less at once (the disk slowed down)
         lat = inp.latency
         slow = self.latency_factor > 0 and len(lat) > 3 and lat[-1] > self.latency_factor * float(np.min(lat))
-        saturated = bool(wanting) or slow or len(preempted) >= 2
+        saturated = bool(wanting) or bool(growing) or slow or len(preempted) >= 2
+        said = ""
         if saturated and preempted and not hold:
             # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
             # this moment: one step, where a fixed factor needs several from a stale calibration), then
@@ -244,16 +259,21 @@ class ContendPolicy(Policy):
             bad = min(est, delivered)
             est = max(self.lowest * cap_max, self.backoff * bad)
             hold = 3
+            said = (f"{', '.join(preempted)} pre-empted while the disk delivered {delivered / 1e6:.0f} MB/s: "
+                    f"estimate {est / 1e6:.0f} MB/s")
         else:
             hold = max(0, hold - 1)
-            if saturated and not preempted:
+            if saturated and not preempted and math.isfinite(est):
                 near = est >= self.backoff * bad  # near the level that hurt last time: ten times slower
                 est = min(cap_max, est + self.climb * cap_max * (0.1 if near else 1.0))
                 bad = min(cap_max, bad * 1.002)  # and that level is forgotten slowly
-        caps: dict[str, float | None] = {k: max(inp.floor, v) for k, v in waterfill(claims, weights, est).items()}
+        if math.isfinite(est):
+            caps: dict[str, float | None] = {k: max(inp.floor, v) for k, v in waterfill(claims, weights, est).items()}
+        else:
+            caps = {t.name: None for t in inp.targets}
         alert = (f"lifelines {need / 1e6:.0f} MB/s exceed capacity {est / 1e6:.0f} MB/s"
                  if need > est else "")
-        return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold})
+        return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold, "peak": peak}, said=said)
 
 
 def bfq_weights(targets: list[TargetView], top: int = 1000) -> dict[str, int]:

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from ...guard.config import GuardSettings
-from ...guard.policy import PolicyName
+from ...guard.policy import POLICIES, PolicyName
 from ...spec.base import Strict, StudyKind, known_runtime, no_repeats
 
 
@@ -71,8 +71,9 @@ class GuardStudy(StudyKind):
     repetitions: int = Field(default=1, gt=0, le=1000)
     guard: GuardSettings = GuardSettings()
     # the capacity the guard is told, × the calibrated disk bandwidth (the workloads' rates stay fractions of
-    # the calibration): static caps at capacity / n, contend's estimate starts from it and never climbs past it
-    capacity: float = Field(default=1.0, gt=0, le=MAX_CAPACITY)
+    # the calibration): static caps at capacity / n, contend's estimate starts from it and never climbs past it;
+    # 0: told nothing (contend and hybrid learn the disk; in a sweep, static and aridac skip that point)
+    capacity: float = Field(default=1.0, ge=0, le=MAX_CAPACITY)
     # the tuning sweep: each policy that reads a setting runs once per value (per combination of the swept
     # settings it reads), each run between two under none as any other; the report draws the frontier
     sweep: dict[Setting, Annotated[list[float], Field(min_length=1, max_length=20), no_repeats("value")]] = {}
@@ -86,8 +87,9 @@ class GuardStudy(StudyKind):
         for k, values in v.items():
             for i, x in enumerate(values):
                 if k == "capacity":
-                    if not 0 < x <= MAX_CAPACITY:
-                        raise ValueError(f"{k}[{i}]: must be > 0 and <= {MAX_CAPACITY} (× the calibration)")
+                    if not 0 <= x <= MAX_CAPACITY:
+                        raise ValueError(f"{k}[{i}]: must be >= 0 (0: told nothing) and <= {MAX_CAPACITY} "
+                                         "(× the calibration)")
                     continue
                 try:
                     GuardSettings.model_validate({**base, k: x})
@@ -95,13 +97,26 @@ class GuardStudy(StudyKind):
                     raise ValueError(f"{k}[{i}]: {e.errors()[0]['msg']}") from None
         return v
 
+    @field_validator("capacity")
+    @classmethod
+    def _told_where_needed(cls, v: float, info: ValidationInfo) -> float:
+        if v == 0:
+            divide = [p for p in info.data.get("policies", []) if POLICIES[p].needs_capacity]
+            if divide:
+                raise ValueError(f"0 (told nothing) needs policies that learn the disk (contend, hybrid): "
+                                 f"{', '.join(divide)} divide a capacity they are told")
+        return v
+
     def variants(self) -> list[Variant]:
-        """Every policy at every point of the sweep it reads, in the order of `policies:`."""
+        """Every policy at every point of the sweep it reads, in the order of `policies:` (told nothing,
+        capacity 0, only for the policies that can learn the disk)."""
         out = []
         for policy in self.policies:
             keys = [k for k in self.sweep if k in READS[policy]]
             for values in product(*(self.sweep[k] for k in keys)):
                 point = dict(zip(keys, values))
+                if point.get("capacity") == 0 and POLICIES[policy].needs_capacity:
+                    continue
                 settings = GuardSettings.model_validate(
                     {**self.guard.model_dump(), **{k: x for k, x in point.items() if k != "capacity"}})
                 swept = {k: float(x) if k == "capacity" else getattr(settings, k) for k, x in point.items()}

@@ -156,7 +156,7 @@ def guard_settings(study: GuardStudy, v: Variant, calibrated: float) -> tuple[di
     capacity it is told: the calibration × the study's `capacity:`, or × the point swept."""
     swept = dict(v.settings)
     scale = swept.pop("capacity", study.capacity)
-    return {**study.guard.model_dump(), **swept}, calibrated * scale
+    return {**study.guard.model_dump(), **swept}, calibrated * scale if scale else math.inf  # 0: told nothing
 
 
 def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, capacity: dict, facts: dict,
@@ -189,7 +189,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
                 # the settings in force (a policy's own period, P, backoff and climb where the study left them)
                 own = {k: getattr(g.guard.policy, k, None) for k in ("p", "backoff", "climb", "latency_ms")}
                 rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms, **own,
-                                            "capacity_told_bytes_s": told}
+                                            "capacity_told_bytes_s": told if math.isfinite(told) else None}
                 g.guard.scan(strict=True)
                 starts = _write(t, w, C, g, result)
                 t_end = t.now()
@@ -281,7 +281,8 @@ def _guard_record(result: TrialResult, guard: Guard, rel: dict[str, str]) -> Non
             result.samples.append(Sample(r.t, rel[target], "guard", "usage_bytes_s", usage))
         result.samples += [Sample(r.t, rel[target], "guard", "cap_bytes_s", cap)
                            for target, cap in r.caps.items() if cap is not None]
-        result.samples.append(Sample(r.t, "", "guard", "capacity_bytes_s", r.capacity))
+        if math.isfinite(r.capacity):  # none while a guard told nothing has not learnt the disk yet
+            result.samples.append(Sample(r.t, "", "guard", "capacity_bytes_s", r.capacity))
         if not math.isnan(r.latency_ms):
             result.samples.append(Sample(r.t, "", "guard", "device_lat_ms", r.latency_ms))
         if r.alert != alert:

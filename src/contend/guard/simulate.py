@@ -1,0 +1,36 @@
+"""A policy on a simulated disk: pure, for the policy's tests and bench/guard_told.py.
+
+The disk delivers `real(k)` bytes/s in period k and shares it in proportion to what each target asks for
+(its demand, held to its cap), as a saturated queue does; the policy is told `told` (inf: nothing) and sees
+each period's usage, as the guard's collector reports it. No latency: saturation is seen only from the usage.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .policy import Decision, Policy, PolicyInput, TargetView
+
+Trace = list[tuple[dict[str, float], dict[str, float | None], Decision]]  # per period: got, caps, decision
+
+
+def simulate(policy: Policy, demand: Callable[[int], dict[str, float]], periods: int, told: float,
+             real: Callable[[int], float], floor: float = 10.0) -> Trace:
+    """Per period: what each target got, the caps the policy set after it, and its decision."""
+    names = list(demand(0))
+    usage: dict[str, list[float]] = {n: [] for n in names}
+    caps: dict[str, float | None] = {n: None for n in names}
+    state: dict = {}
+    trace: Trace = []
+    for k in range(periods):
+        want = {n: d if caps[n] is None else min(d, caps[n]) for n, d in demand(k).items()}
+        total = sum(want.values())
+        got = {n: w * min(1.0, real(k) / total) if total else 0.0 for n, w in want.items()}
+        for n in names:
+            usage[n].append(got[n])
+        d = policy.decide(PolicyInput([TargetView(n, np.array(usage[n]), caps[n]) for n in names], told, floor,
+                                      state=state))
+        caps, state = dict(d.caps), d.state
+        trace.append((got, dict(caps), d))
+    return trace
