@@ -262,6 +262,17 @@ def test_contend_told_nothing_follows_a_disk_that_slows_as_told_right_does():
     assert victim(nothing) >= 0.97 * victim(right)
 
 
+@pytest.mark.parametrize("scale", [1.5, 2.0])
+def test_contend_told_too_much_stops_believing_it_once_the_disk_showed_its_limit(scale):
+    """Issue 55: told 1.5 or 2 × what the disk delivers, the first pre-emption brings the estimate down, and it
+    climbs back no further than 2 % above the most the disk delivered, not to the number told: climbing back to
+    it kept the victim squeezed 8-10 % for good, its lifeline following it down (never counted pre-empted)."""
+    trace = told(scale * C)
+    assert trace[-1][2].capacity == pytest.approx(1.02 * C)
+    assert min(g["victim"] for g, _, _ in trace[-300:]) >= 0.99 * 200
+    assert np.mean([g["burst"] for g, _, _ in trace[-300:]]) >= 0.95 * (C - 200)
+
+
 def test_contend_says_what_it_believes_only_when_that_changes():
     trace = told(C, demand=workload1(), real=lambda k: C if k < 100 else 0.6 * C)
     said = [(k, d.said) for k, (_, _, d) in enumerate(trace) if d.said]

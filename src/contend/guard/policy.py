@@ -199,10 +199,11 @@ class ContendPolicy(Policy):
       is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
       hurt last time. A disk that slows down (Aridac Fig. 8) lowers the estimate instead of squeezing the
       victim.
-    - told nothing (capacity inf, issue 55): no caps at all until the first contention (a target pre-empted
-      while an uncapped one grows past its lifeline, or the latency is up), which sets the estimate as above;
-      from then on the configured capacity is a little (`probe`) above the most the disk was seen to deliver
-      in a period, so the estimate follows the disk up as well as down.
+    - once a pre-emption showed the disk's limit, what the estimate climbs back to is the configured capacity
+      or a little (`probe`) above the most the disk was seen to deliver in a period, whichever is lower (issue 55);
+    - told nothing (capacity inf): no caps at all until the first contention (a target pre-empted while an
+      uncapped one grows past its lifeline, or the latency is up), which sets the estimate as above; from then
+      on it climbs back to `probe` above the most the disk delivered, so it follows the disk up as well as down.
     """
 
     window: int = 30
@@ -219,8 +220,12 @@ class ContendPolicy(Policy):
     def decide(self, inp: PolicyInput) -> Decision:
         now = sum(float(t.usage[-1]) for t in inp.targets if len(t.usage))
         peak = max(float(inp.state.get("peak", 0.0)), now)  # the most the disk was seen to deliver
-        # told nothing: nothing to climb to before the first contention, then a little above the disk's best
-        cap_max = inp.capacity if math.isfinite(inp.capacity) else (1 + self.probe) * peak
+        learnt = bool(inp.state.get("learnt")) or not math.isfinite(inp.capacity)
+        # what the estimate climbs back to: the capacity told, and once the disk showed its limit (a pre-emption)
+        # no more than a little above the most it delivered (told nothing: that alone). Told too high, climbing
+        # back to the number squeezed everybody a little and the victim's lifeline followed it down, never counted
+        # pre-empted (bench/guard_told.py: isolation 0.92 and 0.90 told 1.5 and 2 × a steady disk, now 0.999)
+        cap_max = min(inp.capacity, (1 + self.probe) * peak) if learnt else inp.capacity
         est = float(inp.state.get("capacity", inp.capacity))
         bad = float(inp.state.get("hurt_at", cap_max))
         hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
@@ -257,10 +262,11 @@ class ContendPolicy(Policy):
             # the victim's recovery from ~0.95 s to 1.0-4.9 s, interleaved A/B, docs/results.md 2026-11-27)
             delivered = sum(_mean_tail(t.usage, 2) for t in inp.targets)
             bad = min(est, delivered)
-            est = max(self.lowest * cap_max, self.backoff * bad)
-            hold = 3
-            said = (f"{', '.join(preempted)} pre-empted while the disk delivered {delivered / 1e6:.0f} MB/s: "
-                    f"estimate {est / 1e6:.0f} MB/s")
+            was, est = est, max(self.lowest * cap_max, self.backoff * bad)
+            hold, learnt = 3, True
+            if est < was:  # said when it changes: at `lowest` already, a pre-emption moves nothing
+                said = (f"{', '.join(preempted)} pre-empted while the disk delivered {delivered / 1e6:.0f} MB/s: "
+                        f"estimate {est / 1e6:.0f} MB/s")
         else:
             hold = max(0, hold - 1)
             if saturated and not preempted and math.isfinite(est):
@@ -273,7 +279,8 @@ class ContendPolicy(Policy):
             caps = {t.name: None for t in inp.targets}
         alert = (f"lifelines {need / 1e6:.0f} MB/s exceed capacity {est / 1e6:.0f} MB/s"
                  if need > est else "")
-        return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold, "peak": peak}, said=said)
+        return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold, "peak": peak,
+                                           "learnt": learnt}, said=said)
 
 
 def bfq_weights(targets: list[TargetView], top: int = 1000) -> dict[str, int]:
