@@ -262,8 +262,11 @@ class ContendPolicy(Policy):
             # the victim's recovery from ~0.95 s to 1.0-4.9 s, interleaved A/B, docs/results.md 2026-11-27)
             delivered = sum(_mean_tail(t.usage, 2) for t in inp.targets)
             bad = min(est, delivered)
+            # the limit shown now: no floor at half a number told too high (its first drop stopped at 1.3 GB/s
+            # told 2.6, the disk delivering 1.0: the victim waited 2 s more, docs/results.md)
+            learnt, cap_max = True, min(cap_max, (1 + self.probe) * peak)
             was, est = est, max(self.lowest * cap_max, self.backoff * bad)
-            hold, learnt = 3, True
+            hold = 3
             if est < was:  # said when it changes: at `lowest` already, a pre-emption moves nothing
                 said = (f"{', '.join(preempted)} pre-empted while the disk delivered {delivered / 1e6:.0f} MB/s: "
                         f"estimate {est / 1e6:.0f} MB/s")
