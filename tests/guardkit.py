@@ -23,13 +23,22 @@ class Watched:
     records: list
     log: str
 
+    def trace(self, last: int = 50) -> str:
+        """The guard's last periods (seconds, each target's use and cap in MB/s): what a failed assertion shows."""
+        return "\n".join(f"{r.t:7.2f} use {[round(u / 1e6, 2) for u in r.usage.values()]} "
+                         f"cap {[None if c is None else round(c / 1e6, 2) for c in r.caps.values()]}"
+                         for r in self.records[-last:])
+
 
 def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, capacity: float,
-                      mbytes: int = 600, policy: str = "contend", idle_s: float = 3.5, mode: str = "direct") -> Watched:
+                      mbytes: int = 600, policy: str = "contend", idle_s: float = 3.5, mode: str = "direct",
+                      idle_periods: int = 0) -> Watched:
     """dd `mbytes` MiB of writes to target from inside cg while a guard guards cg on device. `mode` direct:
     O_DIRECT writes; fsync: buffered writes then dd's fsync, whose writeback dd submits in its own cgroup;
     buffered: writes into the page cache, then an fsync of target from this process's cgroup, not cg (as the
-    kernel's flusher writes them back: from outside the writer's cgroup)."""
+    kernel's flusher writes them back: from outside the writer's cgroup). `idle_periods`: the idle time after the
+    writer is that many of the guard's periods instead (at most a minute): what a lifeline forgets is counted in
+    periods, and in the slow v2 guest 3.5 s was under 30 of them (CI, 2026-11-28: the cap half way down)."""
     cfg = GuardConfig(targets=[{"target": f"cgroup:{cg.relpath}"}], policy=policy, metrics="off")
     log = io.StringIO()
     g = Guard(cfg, {device: capacity}, host, log=log, record=True)
@@ -56,7 +65,12 @@ def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, ca
         assert p.returncode == 0, p.stderr.read()
         if mode == "buffered":
             subprocess.run(["sync", target], check=True)
-        time.sleep(idle_s)
+        if idle_periods:
+            n0, deadline = len(g.records), time.monotonic() + 60
+            while len(g.records) < n0 + idle_periods and time.monotonic() < deadline:
+                time.sleep(0.05)
+        else:
+            time.sleep(idle_s)
         lim = cg.io_limits().get(device)
         after = float(lim.wbps) if lim is not None and lim.wbps else None
     finally:

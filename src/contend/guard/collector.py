@@ -21,6 +21,7 @@ class Usage:
     ios_s: float
     dirty: int = 0  # bytes of its page cache dirty or under writeback now (its buffered writes not on disk yet)
     writeback: int = 0  # of which under writeback: submitted, waiting behind its cap or on the disk
+    seconds: float = math.nan  # the period these rates are over (its own: the disk's is read a moment apart)
 
 
 # an escape is said when the disk wrote at least this much more per second than the guarded cgroups were
@@ -106,7 +107,10 @@ def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict
     if not math.isfinite(device_wbytes_s):
         return Escape(math.nan, (), {n: u.wbytes_s for n, u in usage.items()}, dict(credit or {}))
     dt = max(seconds, 1e-6)
-    st = settle(credit or {}, {n: u.wbytes_s * dt for n, u in usage.items()}, device_wbytes_s * dt, held)
+    # each target's charges in bytes over its own period: its rate × the disk's period is off by their jitter,
+    # and carried on, that error only grows (a carry cannot go below 0): a writer that stopped kept a carry
+    st = settle(credit or {}, {n: u.wbytes_s * (u.seconds if math.isfinite(u.seconds) else dt)
+                               for n, u in usage.items()}, device_wbytes_s * dt, held)
     extra, delivered = st.unattributed / dt, {n: b / dt for n, b in st.delivered.items()}
     span, window = dt, st.unattributed
     for s, b in reversed(earlier):
@@ -184,4 +188,4 @@ def rates(prev: IoCounters, cur: IoCounters, dt: float, dirty: int = 0, writebac
     r = max(0, cur.rbytes - prev.rbytes) / dt  # a recreated cgroup starts again from 0
     w = max(0, cur.wbytes - prev.wbytes) / dt
     ios = max(0, cur.rios + cur.wios - prev.rios - prev.wios) / dt
-    return Usage(r + w, r, w, ios, dirty, writeback)
+    return Usage(r + w, r, w, ios, dirty, writeback, dt)

@@ -12,6 +12,9 @@ from ...guard.policy import POLICIES, PolicyName
 from ...spec.base import Strict, StudyKind, known_runtime, no_repeats
 
 
+BLOCK = r"^[1-9][0-9]{0,5}[kKmM]?$"  # a block size as fio reads it: 512, 4k, 1M
+
+
 class Workload(Strict):
     """Aridac §5.1: a victim writing steadily, a neighbour at the same rate that bursts (10×) with a fixed
     amount of I/O, then stops (workload 1) or returns to its rate (workload 2). Rates are fractions of the
@@ -28,6 +31,15 @@ class Workload(Strict):
     # page cache, each job ending with an fsync; the kernel writes the pages back: on cgroup v1 charged to no
     # cgroup, so no cap holds them and the guard says escape; on v2 charged to the neighbour and held by its cap)
     neighbour_io: Literal["direct", "buffered"] = "direct"
+    # each tenant's I/O (fio's bs, rw and iodepth); the paper's: the victim sequential 256 KiB 4 deep, the
+    # neighbour sequential 1 MiB 32 deep. Small random blocks one at a time make a latency-bound victim; 4 KiB
+    # random writes 32 deep an IOPS-bound neighbour (issue 55). A buffered neighbour has no depth
+    victim_block: str = Field(default="256k", pattern=BLOCK)
+    victim_pattern: Literal["write", "randwrite", "read", "randread"] = "write"
+    victim_depth: int = Field(default=4, ge=1, le=256)
+    neighbour_block: str = Field(default="1M", pattern=BLOCK)
+    neighbour_pattern: Literal["write", "randwrite"] = "write"
+    neighbour_depth: int = Field(default=32, ge=1, le=256)
     tail_s: float = Field(default=8, gt=0, le=3600)
     max_s: float = Field(default=300, gt=0, le=86_400)  # no run lasts longer, whatever the policy
 

@@ -35,19 +35,20 @@ TENANTS = ("victim", "neighbour")
 SIZE = "1G"  # each tenant's file; fio wraps around it
 
 
-def fio_common(tenant: str, block: str, iodepth: int, io: str = "direct") -> list[str]:
+def fio_common(tenant: str, block: str, iodepth: int, io: str = "direct", pattern: str = "write") -> list[str]:
     """Options every job of a tenant shares (before the first --name: fio's global section). Buffered: into
     the page cache with plain writes (an iodepth means nothing there), each job ending with an fsync."""
     how = (["--direct=1", "--ioengine=libaio", f"--iodepth={iodepth}"] if io == "direct"
            else ["--direct=0", "--ioengine=psync", "--end_fsync=1"])
-    return [f"--filename=/data/{tenant}.dat", f"--size={SIZE}", *how, "--rw=write", f"--bs={block}"]
+    return [f"--filename=/data/{tenant}.dat", f"--size={SIZE}", *how, f"--rw={pattern}", f"--bs={block}"]
 
 
-def victim_argv(rate: float, max_s: float) -> list[str]:
-    """Steady writes at its rate, logging every I/O's latency (its throughput per bucket and its tail
-    latency come from the same log), until stopped."""
-    return ["fio", *fio_common("victim", "256k", 4), "--name=victim", f"--rate={int(rate)}", "--time_based",
-            f"--runtime={int(max_s)}", "--write_lat_log=/data/victim", "--disable_clat=1", "--disable_slat=1",
+def victim_argv(w: Workload, capacity: float) -> list[str]:
+    """Steady I/O at its rate, logging every I/O's latency (its throughput per bucket and its tail latency come
+    from the same log), until stopped (or max_s)."""
+    return ["fio", *fio_common("victim", w.victim_block, w.victim_depth, pattern=w.victim_pattern),
+            "--name=victim", f"--rate={max(1, int(w.victim * capacity))}", "--time_based",
+            f"--runtime={int(w.max_s)}", "--write_lat_log=/data/victim", "--disable_clat=1", "--disable_slat=1",
             "--output-format=json", "--output=/data/victim.json"]
 
 
@@ -57,7 +58,7 @@ def neighbour_argv(w: Workload, capacity: float) -> list[str]:
     starts on time; for workload 2, steady again once the burst is done (wait_for)."""
     rate = max(1, int(w.neighbour * capacity))
     argv = ["fio", "--output-format=json", "--output=/data/neighbour.json",
-            *fio_common("neighbour", "1M", 32, w.neighbour_io),
+            *fio_common("neighbour", w.neighbour_block, w.neighbour_depth, w.neighbour_io, w.neighbour_pattern),
             "--name=steady", f"--rate={rate}", "--time_based", f"--runtime={int(w.burst_at_s * 1000)}ms",
             "--name=burst", f"--startdelay={int(w.burst_at_s * 1000)}ms", f"--rate={int(rate * w.burst)}",
             f"--io_size={int(w.burst_volume_s * capacity)}"]
@@ -212,7 +213,7 @@ def _write(t: Tenants, w: Workload, C: float, g: GuardUnderTest, result: TrialRe
     written; returns when each started, on the trial's clock."""
     starts, procs = {}, {}
     try:
-        for name, argv in (("victim", victim_argv(w.victim * C, w.max_s)), ("neighbour", neighbour_argv(w, C))):
+        for name, argv in (("victim", victim_argv(w, C)), ("neighbour", neighbour_argv(w, C))):
             starts[name] = t.now()
             procs[name] = t.exec(name, argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         # the guard starts once both write steadily: every policy begins from a history of real use, not
