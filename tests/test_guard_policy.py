@@ -343,3 +343,21 @@ def test_iocost_sets_io_weights_only_on_their_scale():
     d = IoCostPolicy().decide(PolicyInput(views, C, 10.0))
     assert d.caps == {"a": None, "b": None} and d.weights == {"a": 100, "b": 10000}  # io.weight's 1-10000
     assert IoCostPolicy.weighs == "cost" and not IoCostPolicy.scheduler and BfqPolicy.weighs == "bfq"
+
+
+@pytest.mark.parametrize("policy", [ContendPolicy(), HybridPolicy()])
+def test_a_victim_living_below_the_floor_is_protected_too(policy):
+    """Issue 55's lost victim: 4 KiB random I/O one at a time lives at 13 MB/s, under the floor of 26 MB/s (2 %
+    of the disk), and a 32-deep sequential burst halves it through the queue, not through any cap. A lifeline
+    below the floor was never counted pre-empted: the estimate never moved and the victim kept 0.20 of its rate
+    (presets/guard-shapes.yaml, reading-victim). It counts now, down to a twentieth of the floor; an idle target's
+    jitter still does not."""
+    victim = np.array([5.0] * 30 + [2.0] * 2)  # lifeline 5 < floor 10, then well below it
+    burst = np.full(32, 900.0)
+    views = [TargetView("victim", victim, cap=60.0), TargetView("burst", burst, cap=900.0)]
+    d = policy.decide(PolicyInput(views, C, 10.0))
+    inner = d.state.get("contend", d.state)
+    assert inner["capacity"] < C and d.caps["burst"] < 900.0
+    idle = np.array([0.2] * 30 + [0.05] * 2)  # a twentieth of the floor and less: idle, whatever it does
+    quiet = policy.decide(PolicyInput([TargetView("victim", idle, cap=60.0), views[1]], C, 10.0))
+    assert quiet.state.get("contend", quiet.state)["capacity"] == C
