@@ -361,3 +361,19 @@ def test_a_victim_living_below_the_floor_is_protected_too(policy):
     idle = np.array([0.2] * 30 + [0.05] * 2)  # a twentieth of the floor and less: idle, whatever it does
     quiet = policy.decide(PolicyInput([TargetView("victim", idle, cap=60.0), views[1]], C, 10.0))
     assert quiet.state.get("contend", quiet.state)["capacity"] == C
+
+
+@pytest.mark.parametrize("scale", [1.0, math.inf])
+def test_contend_does_not_learn_a_limit_from_a_disk_that_stalled_while_nobody_pushed(scale):
+    """presets/guard-shapes.yaml, iops-neighbour r3: before the burst the victim (52 MB/s) and the neighbour
+    (13 MB/s) were both pre-empted while the disk stalled for a moment (59 MB/s delivered), and the estimate
+    dropped to 53 MB/s, a ceiling of 2 % above the most the disk had been asked for: the burst then got 0.13 of
+    the spare and the victim, squeezed by its own cap, 0.57. Nobody wanted more than its lifeline, so nobody was
+    taking: the stall teaches nothing and the estimate stays; the burst later is met as ever."""
+    demand = lambda k: {"victim": 200.0, "burst": 50.0 if k < 60 else 2000.0}  # noqa: E731
+    real = lambda k: 100.0 if 30 <= k < 33 else C  # noqa: E731
+    trace = told(scale * C, demand=demand, real=real, periods=200)
+    assert all(not math.isfinite(d.capacity) or d.capacity >= C for _, _, d in trace[30:60])
+    assert min(g["victim"] for g, _, _ in trace[36:]) >= 0.99 * 200 or scale == math.inf
+    assert min(g["victim"] for g, _, _ in trace[70:]) >= 0.99 * 200
+    assert np.mean([g["burst"] for g, _, _ in trace[-100:]]) >= 0.9 * (C - 200)

@@ -242,7 +242,7 @@ class ContendPolicy(Policy):
         bad = float(inp.state.get("hurt_at", cap_max))
         hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
         claims, weights = {}, {}
-        wanting, growing, preempted = [], [], []
+        wanting, growing, preempted, above = [], [], [], []
         need = 0.0  # Σ lifeline × (1 + P): what the targets live at
         for t in inp.targets:
             u = t.usage
@@ -254,17 +254,26 @@ class ContendPolicy(Policy):
                 claims[t.name] = math.inf
                 continue
             claims[t.name] = max(inp.floor, life, _mean_tail(u, 3)) * (1 + self.p)
+            if t.cap is not None and life >= 0.9 * t.cap:
+                above.append(t.name)  # it lives at its cap: held back by it, taking all it is given
             if _preempted(u, life, inp.floor, self.tolerance):
                 preempted.append(t.name)
-            elif t.cap is None and len(u) >= 3 and _mean_tail(u, 2) > (1 + self.p) * max(life, inp.floor):
-                growing.append(t.name)  # uncapped (told nothing yet): growing is its wanting more
+            elif len(u) >= 3 and _mean_tail(u, 2) > (1 + self.p) * max(life, inp.floor):
+                above.append(t.name)  # using more than it lives at: taking, capped or not
+                if t.cap is None:
+                    growing.append(t.name)  # uncapped (told nothing yet): growing is its wanting more
         # the disk is saturated: somebody wants more than its cap (or grows, uncapped), the device's latency
         # is up, or everybody got less at once (the disk slowed down)
         lat = inp.latency
         slow = self.latency_factor > 0 and len(lat) > 3 and lat[-1] > self.latency_factor * float(np.min(lat))
         saturated = bool(wanting) or bool(growing) or slow or len(preempted) >= 2
         said = ""
-        if saturated and preempted and not hold:
+        # somebody is taking: at its cap, living at it, or above its lifeline. A disk that stalls while nobody takes (everybody
+        # below their lifelines at once) shows no limit, and there is nobody to take from: lowering the estimate
+        # then only squeezed everybody by their own caps (guard-shapes' iops-neighbour: a stall at 59 MB/s
+        # before the burst set the estimate to 53 MB/s; the burst got 0.13 of the spare, the victim 0.57)
+        taking = bool(wanting) or bool(above)
+        if saturated and preempted and taking and not hold:
             # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
             # this moment: one step, where a fixed factor needs several from a stale calibration), then
             # three periods for the victim to recover; that level is the one to approach slowly again

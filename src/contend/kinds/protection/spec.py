@@ -11,7 +11,6 @@ from ...guard.config import GuardSettings
 from ...guard.policy import POLICIES, PolicyName
 from ...spec.base import Strict, StudyKind, known_runtime, no_repeats
 
-
 BLOCK = r"^[1-9][0-9]{0,5}[kKmM]?$"  # a block size as fio reads it: 512, 4k, 1M
 
 
