@@ -268,10 +268,11 @@ class ContendPolicy(Policy):
         slow = self.latency_factor > 0 and len(lat) > 3 and lat[-1] > self.latency_factor * float(np.min(lat))
         saturated = bool(wanting) or bool(growing) or slow or len(preempted) >= 2
         said = ""
-        # somebody is taking: at its cap, living at it, or above its lifeline. A disk that stalls while nobody takes (everybody
-        # below their lifelines at once) shows no limit, and there is nobody to take from: lowering the estimate
-        # then only squeezed everybody by their own caps (guard-shapes' iops-neighbour: a stall at 59 MB/s
-        # before the burst set the estimate to 53 MB/s; the burst got 0.13 of the spare, the victim 0.57)
+        # somebody is taking: at its cap, living at it, or above its lifeline. A disk that stalls while nobody
+        # takes (everybody below their lifelines at once) shows no limit, and there is nobody to take from:
+        # lowering the estimate then only squeezed everybody by their own caps (guard-shapes' iops-neighbour: a
+        # stall at 59 MB/s before the burst set the estimate to 53 MB/s; the burst got 0.13 of the spare, the
+        # victim 0.57)
         taking = bool(wanting) or bool(above)
         if saturated and preempted and taking and not hold:
             # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
