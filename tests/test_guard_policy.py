@@ -377,3 +377,14 @@ def test_contend_does_not_learn_a_limit_from_a_disk_that_stalled_while_nobody_pu
     assert min(g["victim"] for g, _, _ in trace[36:]) >= 0.99 * 200 or scale == math.inf
     assert min(g["victim"] for g, _, _ in trace[70:]) >= 0.99 * 200
     assert np.mean([g["burst"] for g, _, _ in trace[-100:]]) >= 0.9 * (C - 200)
+
+
+def test_contend_learns_no_ceiling_from_a_neighbour_catching_up_after_a_stall():
+    """guard-shapes' small-random-victim r2: before the burst the disk stalled, the victim was pre-empted while
+    the steady neighbour, catching up, ran above its lifeline (taking, far below its cap). The estimate may drop,
+    but the ceiling it climbs back to stays the number told: nobody wanted more than it was given."""
+    victim = np.array([20.0] * 30 + [10.0] * 2)
+    neighbour = np.array([90.0] * 30 + [130.0] * 2)  # above its lifeline × 1.2, its cap far above
+    views = [TargetView("victim", victim, cap=24.0), TargetView("neighbour", neighbour, cap=900.0)]
+    d = ContendPolicy().decide(PolicyInput(views, C, 10.0, latency=np.array([1.0, 1.0, 1.0, 1.0, 9.0])))
+    assert not d.state["learnt"] and d.capacity == pytest.approx(0.5 * C)  # half the number told, no lower

@@ -284,8 +284,12 @@ class ContendPolicy(Policy):
             delivered = sum(_mean_tail(t.usage, 2) for t in inp.targets)
             bad = min(est, delivered)
             # the limit shown now: no floor at half a number told too high (its first drop stopped at 1.3 GB/s
-            # told 2.6, the disk delivering 1.0: the victim waited 2 s more, docs/results.md)
-            learnt, cap_max = True, min(cap_max, (1 + self.probe) * peak)
+            # told 2.6, the disk delivering 1.0: the victim waited 2 s more, docs/results.md). Only when somebody
+            # wanted more than it got: a steady neighbour catching up after a stall is above its lifeline, not
+            # at a limit, and learning then set a ceiling of 2 % above what nobody had asked more than (the
+            # estimate 102 MB/s before any burst, the burst then 0.05 of the spare: guard-shapes, 2026-11-28)
+            if wanting or growing:  # the disk showed its limit: somebody wanted more than it was given
+                learnt, cap_max = True, min(cap_max, (1 + self.probe) * peak)
             was, est = est, max(self.lowest * cap_max, self.backoff * bad)
             hold = 3
             if est < was:  # said when it changes: at `lowest` already, a pre-emption moves nothing
