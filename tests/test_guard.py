@@ -191,6 +191,43 @@ def test_an_fsyncs_writeback_is_charged_and_no_escape(cg, target_file):
 
 
 @needs_root
+def test_a_neighbour_of_small_random_writes_is_held_by_its_ios_not_only_its_bytes(cg, target_file):
+    """Issue 55: 4 KiB random writes 32 deep fill this disk at a fifth of its bandwidth, so a cap in bytes alone
+    lets them take the disk. A cap bounds IOs/s too, as many 4 KiB I/Os as it pays for at io_bytes each."""
+    require("fio")
+    import threading
+
+    from contend.guard import Guard, GuardConfig
+    host, g = cg
+    dev = device_of(DATA)
+    guard = Guard(GuardConfig(policy="static", targets=[{"target": f"cgroup:{g.relpath}"}], metrics="off"),
+                  {dev: CAP}, host, log=None)
+    guard.scan(strict=True)
+    stop = threading.Event()
+    th = threading.Thread(target=guard.run, args=(stop,))
+    th.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (g.io_limits().get(dev) and g.io_limits()[dev].wiops) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lim = g.io_limits()[dev]
+        bound = CAP / (guard.io_bytes[dev] + 4096)
+        assert lim.wbps == CAP and lim.wiops == pytest.approx(bound, abs=1) and lim.riops == lim.wiops
+        out = subprocess.run(["fio", "--name=iops", f"--filename={target_file}", "--size=64M", "--rw=randwrite",
+                              "--bs=4k", "--iodepth=32", "--ioengine=libaio", "--direct=1", "--time_based",
+                              "--runtime=3", "--output-format=json"], capture_output=True, text=True, check=True,
+                             preexec_fn=lambda: g.add_pid(os.getpid())).stdout
+    finally:
+        stop.set()
+        th.join(timeout=10)
+    iops = json.loads(out[out.index("{"):])["jobs"][0]["write"]["iops"]
+    # held near its bound, a quarter of the 48,800 IOs/s that 200 MB/s of 4 KiB writes would have let through
+    assert iops <= 1.1 * bound < 0.5 * CAP / 4096, (iops, bound)
+    assert iops >= 0.5 * bound  # and not starved by it
+    assert dev not in g.io_limits() or not g.io_limits()[dev].wiops  # gone on exit
+
+
+@needs_root
 def test_a_cap_moved_less_than_the_hysteresis_is_not_rewritten(cg, tmp_path):
     """Every write of a throttle restarts the kernel's slice for the group: small moves are not written."""
     from contend.guard.limiter import Limiter

@@ -388,3 +388,43 @@ def test_contend_learns_no_ceiling_from_a_neighbour_catching_up_after_a_stall():
     views = [TargetView("victim", victim, cap=24.0), TargetView("neighbour", neighbour, cap=900.0)]
     d = ContendPolicy().decide(PolicyInput(views, C, 10.0, latency=np.array([1.0, 1.0, 1.0, 1.0, 9.0])))
     assert not d.state["learnt"] and d.capacity == pytest.approx(0.5 * C)  # half the number told, no lower
+
+
+def test_a_cap_bounds_ios_as_well_as_bytes_at_what_the_smallest_io_costs():
+    from contend.cgroups import IoLimit
+    from contend.guard.limiter import cap_limit
+    lim = cap_limit("8:0", 100e6, None, io_bytes=12 << 10)
+    assert lim.wbps == lim.rbps == 100_000_000
+    assert lim.wiops == lim.riops == int(100e6 / (16 << 10))
+    assert cap_limit("8:0", 100e6, None).wiops is None  # io_bytes 0: bytes alone, as before
+    own = cap_limit("8:0", 100e6, IoLimit("8:0", wiops=500, rbps=10 << 20), io_bytes=12 << 10)
+    assert own.wiops == 500 and own.riops == int(100e6 / (16 << 10)) and own.rbps == 10 << 20  # the user's tighter
+
+
+def test_an_io_costs_what_the_disks_calibration_says_beside_its_bytes():
+    from contend.guard.config import DEFAULT_IO_BYTES, io_bytes
+    cal = {"disk_device": "254:0", "disk_write_bw_bytes_s": 1.3e9, "disk_write_iops": 79_000}
+    assert io_bytes("254:0", None, cal) == pytest.approx(1.3e9 / 79_000 - 4096)
+    assert io_bytes("8:0", None, cal) == DEFAULT_IO_BYTES  # another disk: not its calibration
+    assert io_bytes("254:0", None, {}) == DEFAULT_IO_BYTES
+    assert io_bytes("254:0", 0.0, cal) == 0.0  # told: bytes alone
+
+
+def test_contend_learns_no_limit_from_a_target_at_its_own_claim():
+    """guard-iops (issue 55), contend r1: in a slow minute the victim ran at its own cap, its claim (the disk was
+    far from the estimate: caps 247 of 1308 handed out), and the neighbour dipped as its fio restarted for the
+    burst. That was taken for a pre-emption by a target wanting more: the estimate fell to 201 MB/s with a ceiling
+    learnt from the victim's own peak, and the victim, held by its own cap, kept 0.58 of its rate. At its claim
+    a target gets more next period, from what nobody was given: only one pressing a cap that hands out the
+    estimate (or one bursting past its lifeline) shows the disk's limit."""
+    neighbour = np.array([52.0] * 30 + [30.0, 29.0])  # below its lifeline: restarting
+    victim = np.array([200.0] * 30 + [180.0] * 2)  # at 0.9 of its cap, which is its claim
+    d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=198.0),
+                                            TargetView("neighbour", neighbour, cap=63.0)], C, 10.0))
+    assert not d.state["learnt"] and d.capacity >= 0.5 * C  # no ceiling from it; no lower than half the number
+    assert d.caps["victim"] > 2 * 198.0  # wanting: it is given more
+    # a victim pressing a cap that hands out the whole estimate: the disk is full, the estimate drops
+    pressing = np.array([900.0] * 32)
+    d = ContendPolicy().decide(PolicyInput([TargetView("victim", pressing, cap=C - 63.0),
+                                            TargetView("neighbour", neighbour, cap=63.0)], C, 10.0))
+    assert d.capacity < C and d.state["learnt"]

@@ -441,6 +441,11 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
           latency_ms: Optional[float] = typer.Option(None, help="iolatency: the io.latency target of the targets "
                                                                 "weighted heaviest, ms (default 5; set it 10-15 % "
                                                                 "above their latency alone)."),
+          io_bytes: Optional[float] = typer.Option(None, help="What one I/O costs beside its bytes, in bytes: usage "
+                                                              "is bytes + IOs × this, and a cap bounds IOs/s as "
+                                                              "well (cap / (this + 4 KiB)). Default: the disk's "
+                                                              "calibration (1M write bandwidth / 4K write IOPS "
+                                                              "- 4 KiB), else 12 KiB; 0: bytes/s alone."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log, set no cap."),
           wait: Optional[float] = typer.Option(None, "--wait", metavar="SECONDS",
                                                help="At start, wait this long for a named target that does not "
@@ -463,7 +468,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
                             "window": window, "p": p, "floor": floor, "backoff": backoff, "climb": climb,
-                            "latency_ms": latency_ms, "dry_run": dry_run or None,
+                            "latency_ms": latency_ms, "io_bytes": io_bytes, "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:
         fail(str(e))

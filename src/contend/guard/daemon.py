@@ -26,7 +26,7 @@ from ..cgroups.host import kernel_option
 from ..hooks import Hooks
 from ..runtimes import signals_deferred
 from .collector import Collector, Escape, escaping, queued_use
-from .config import AUTO, MIN_CAP, GuardConfig
+from .config import AUTO, MIN_CAP, GuardConfig, io_bytes
 from .limiter import Limiter
 from .policy import PolicyInput, TargetView, default_period_ms, make
 from .targets import Resolved, TargetError, TargetPending, resolve
@@ -135,6 +135,11 @@ class Guard:
                  log: TextIO | None = sys.stderr, record: bool = False, clock0: float | None = None):
         self.cfg = cfg
         self.disks = disks  # MAJ:MIN -> configured capacity, bytes/s
+        from ..doctor.calibrate import load_capacity
+        calibrated = load_capacity()
+        # per disk, what an I/O costs beside its bytes: the policies see usage as bytes + IOs × this, and a cap
+        # bounds IOs/s too (a neighbour of 4 KiB random writes fills the disk at a fifth of its bandwidth)
+        self.io_bytes = {d: io_bytes(d, cfg.io_bytes, calibrated) for d in disks}
         self.host = host or detect()
         self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms)
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
@@ -320,7 +325,7 @@ class Guard:
                 cap = None if gated else cap
                 self.caps[(name, dev)] = cap
                 try:
-                    self.limiter.apply(self.targets[name].relpath, dev, cap)
+                    self.limiter.apply(self.targets[name].relpath, dev, cap, self.io_bytes[dev])
                 except OSError as e:  # the cgroup went away between scan and now
                     self.log("cap-failed", target=name, device=dev, error=str(e))
                     continue
@@ -342,8 +347,8 @@ class Guard:
     def _used(self, dev: str, t: float, seen: dict[str, dict],
               esc: Escape) -> tuple[dict[str, float], dict[str, float]]:
         """Per target, its bytes/s on dev: as the disk wrote them, not as they were charged at submission
-        (collector.settle; the metrics and the records), and as the policy sees them: at least its cap while
-        writes are queued behind it (collector.queued_use)."""
+        (collector.settle; the metrics and the records), and as the policy sees them: their cost (bytes + IOs ×
+        io_bytes), at least its cap while writes are queued behind it (collector.queued_use)."""
         dt = self.collector.seconds.get(dev, math.nan)
         used, wants = {}, {}
         for n, u in seen.items():
@@ -353,8 +358,10 @@ class Guard:
             # its pages under writeback (memory.stat knows no disk) count on the disks it wrote to lately
             wb = u[dev].writeback if t - self.last_write.get((n, dev), -math.inf) <= WRITEBACK_S else 0
             used[n] = u[dev].rbytes_s + delivered
-            wants[n] = u[dev].rbytes_s + queued_use(delivered, esc.credit.get(n, 0.0), self.caps.get((n, dev)),
-                                                    dt if math.isfinite(dt) else 1.0, wb)
+            cost = used[n] + u[dev].ios_s * self.io_bytes[dev]
+            queued = queued_use(delivered, esc.credit.get(n, 0.0), self.caps.get((n, dev)),
+                                dt if math.isfinite(dt) else 1.0, wb)
+            wants[n] = cost if queued == delivered else max(cost, u[dev].rbytes_s + queued)
         return used, wants
 
     def _escape(self, dev: str, seen: dict[str, dict]) -> Escape:
@@ -413,6 +420,7 @@ class Guard:
                  disks={d: round(c) if math.isfinite(c) else AUTO for d, c in self.disks.items()},
                  scheduler=self.policy.scheduler or None,
                  period_ms=self.period_ms, window=self.cfg.window,
+                 io_bytes={d: round(b) for d, b in self.io_bytes.items()},
                  **{k: getattr(self.policy, k) for k in ("p", "backoff", "climb", "latency_ms")
                     if hasattr(self.policy, k)},
                  dry_run=self.cfg.dry_run, pid=os.getpid())

@@ -27,16 +27,23 @@ from ..cgroups.base import WEIGHT_MAX
 from ..hostlock import held
 from ..paths import STATE
 from . import scheduler
-from .config import MIN_CAP
+from .config import MIN_CAP, SMALLEST_IO
 
 GUARD_STATE = STATE / "guard"
 
 
-def cap_limit(device: str, cap: float, original: IoLimit | None) -> IoLimit:
-    """A cap bounds reads and writes each; a user's own bps throttle stays if tighter, its IOPS ones stay."""
+def cap_limit(device: str, cap: float, original: IoLimit | None, io_bytes: float = 0.0) -> IoLimit:
+    """A cap (in cost bytes/s: config.io_bytes) bounds reads and writes each, in bytes/s and, with io_bytes, in
+    IOs/s: as many of the smallest I/O as the cap pays for. A user's own throttle stays where it is tighter."""
     o = original or IoLimit(device)
     c = max(MIN_CAP, int(cap))
-    return IoLimit(device, rbps=min(c, o.rbps or c), wbps=min(c, o.wbps or c), riops=o.riops, wiops=o.wiops)
+    n = max(1, int(c / (io_bytes + SMALLEST_IO))) if io_bytes > 0 else None
+    return IoLimit(device, rbps=min(c, o.rbps or c), wbps=min(c, o.wbps or c), riops=_tighter(n, o.riops),
+                   wiops=_tighter(n, o.wiops))
+
+
+def _tighter(a: int | None, b: int | None) -> int | None:
+    return min(a, b) if a and b else a or b
 
 
 # what a guard may change, in the order it is put back: a cgroup's caps and weights before a disk's scheduler
@@ -68,7 +75,7 @@ class Limiter:
         self.caps: dict[tuple[str, str], int] = {}  # what is written now, so an unchanged cap is not rewritten
         self.weights: dict[tuple[str, str], int | None] = {}  # the weights written now
 
-    def apply(self, relpath: str, device: str, cap: float | None) -> None:
+    def apply(self, relpath: str, device: str, cap: float | None, io_bytes: float = 0.0) -> None:
         key = (relpath, device)
         if cap is not None and math.isnan(cap):
             return  # no decision: the cap in force stays
@@ -80,7 +87,7 @@ class Limiter:
         cg = self.host.cgroup(relpath)
         if key not in self.originals:
             self._take_over("cap", relpath, device, lambda: cg.io_limits().get(device))
-        lim = cap_limit(device, cap, self.originals[key])  # type: ignore[arg-type]
+        lim = cap_limit(device, cap, self.originals[key], io_bytes)  # type: ignore[arg-type]
         now = self.caps.get(key)
         if now is None or abs(lim.wbps - now) > self.hysteresis * now:
             cg.set_limits(Limits(io=(lim,)))

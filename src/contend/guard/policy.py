@@ -242,7 +242,7 @@ class ContendPolicy(Policy):
         bad = float(inp.state.get("hurt_at", cap_max))
         hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
         claims, weights = {}, {}
-        wanting, growing, preempted, above = [], [], [], []
+        wanting, growing, preempted, above, surging = [], [], [], [], []
         need = 0.0  # Σ lifeline × (1 + P): what the targets live at
         for t in inp.targets:
             u = t.usage
@@ -252,6 +252,8 @@ class ContendPolicy(Policy):
             if not len(u) or (t.cap is not None and u[-1] >= 0.9 * t.cap):
                 wanting.append(t.name)
                 claims[t.name] = math.inf
+                if len(u) >= 3 and _mean_tail(u, 2) > (1 + self.p) * max(life, inp.floor):
+                    surging.append(t.name)  # wanting more while using more than it lives at
                 continue
             claims[t.name] = max(inp.floor, life, _mean_tail(u, 3)) * (1 + self.p)
             if t.cap is not None and life >= 0.9 * t.cap:
@@ -262,6 +264,13 @@ class ContendPolicy(Policy):
                 above.append(t.name)  # using more than it lives at: taking, capped or not
                 if t.cap is None:
                     growing.append(t.name)  # uncapped (told nothing yet): growing is its wanting more
+        # the disk shows its limit when somebody wants more than it is given: at a cap that handed out the
+        # estimate, or at its own claim while using more than it lives at (a burst), or growing uncapped. A target
+        # at its claim and no more shows none (guard-iops, issue 55: a victim at its claim in a slow minute, beside
+        # a neighbour restarting for its burst, taught a ceiling of 2 % above its own peak; the estimate fell to
+        # 0.15 of the disk's and the victim, held by its own cap, kept 0.58 of its rate)
+        handed = sum(math.inf if t.cap is None else t.cap for t in inp.targets)
+        limit_shown = bool(growing) or bool(surging) or (bool(wanting) and handed >= (1 - self.tolerance) * est)
         # the disk is saturated: somebody wants more than its cap (or grows, uncapped), the device's latency
         # is up, or everybody got less at once (the disk slowed down)
         lat = inp.latency
@@ -288,7 +297,7 @@ class ContendPolicy(Policy):
             # wanted more than it got: a steady neighbour catching up after a stall is above its lifeline, not
             # at a limit, and learning then set a ceiling of 2 % above what nobody had asked more than (the
             # estimate 102 MB/s before any burst, the burst then 0.05 of the spare: guard-shapes, 2026-11-28)
-            if wanting or growing:  # the disk showed its limit: somebody wanted more than it was given
+            if limit_shown:
                 learnt, cap_max = True, min(cap_max, (1 + self.probe) * peak)
             was, est = est, max(self.lowest * cap_max, self.backoff * bad)
             hold = 3
