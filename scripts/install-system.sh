@@ -14,6 +14,7 @@ if [ "${1:-all}" != demo ]; then
       postgresql mariadb-server mariadb-client   # the database victim (started by contend inside a tenant)
       chromium                              # the report's browser test (headless)
       mmdebstrap                            # make check-image: the base image, from Debian's mirror
+      prometheus                            # promtool: the watch's alert rules checked and unit-tested
       libseccomp-dev pkg-config)            # runc@1.5.2 and youki, built from their releases (contend.runtimes.builds)
   # a docker engine for the engine adapter's tests, unless one (docker-ce, …) is installed already;
   # the tests start it for their session only when it is not running
@@ -31,7 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  # the database packages would start their services on the host: contend starts its own inside tenants
+  # the database packages and prometheus would start their services on the host: contend starts its own
   guard=""
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && guard=1
@@ -40,7 +41,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ -n "$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi
   # nor at boot: a host that runs contend need not serve a database or a docker socket because of it
   # (only the services of packages installed here: a host's own docker stays as its owner set it)
-  declare -A SERVICES=([postgresql]="postgresql" [mariadb-server]="mariadb" [docker.io]="docker containerd")
+  declare -A SERVICES=([postgresql]="postgresql" [mariadb-server]="mariadb" [docker.io]="docker containerd"
+                     [prometheus]="prometheus")
   for p in "${missing[@]}"; do
     for svc in ${SERVICES[$p]:-}; do systemctl disable --quiet "$svc" 2>/dev/null || true; done
   done
