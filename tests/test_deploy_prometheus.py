@@ -8,7 +8,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 from prometheus_client import generate_latest
 
