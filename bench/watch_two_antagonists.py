@@ -26,6 +26,7 @@ from tests.test_watch import Box  # noqa: E402  (a cgroup of contend's with real
 from contend.cgroups import detect  # noqa: E402
 from contend.paths import DATA  # noqa: E402
 from contend.watch.daemon import WatchConfig, Watcher  # noqa: E402
+from contend.watch.detector import ENDS  # noqa: E402
 from contend.watch.signals import Frame  # noqa: E402
 
 
@@ -60,7 +61,7 @@ def one(seconds: float, hog_at: float, writer_at: float) -> None:
             b.remove()
     short = lambda n: n.rsplit("-", 1)[-1]  # noqa: E731
     for e in events:
-        if e["victim"] == victim.name and e["resource"] == "cpu" and e["event"] != "cleared":
+        if e["victim"] == victim.name and e["resource"] == "cpu" and e["event"] not in ENDS:
             named = ", ".join(f"{short(c)} {x:.2f}" for c, x in e["culprits"])
             print(f"  t={e['t'] - at0:5.1f} s  {e['kind']:<12} {named}")
     both = [f for f in frames if f.t - f.dt >= t_writer + 2 and f.get(writer.name, "cpu") > 0.05]

@@ -114,7 +114,12 @@ def test_the_watch_daemonset_reads_every_pod_unprivileged_and_serves_metrics(tmp
     pod = ds["spec"]["template"]["spec"]
     (c,) = pod["containers"]
     assert c["command"][:3] == ["contend", "watch", "--json"] and "--no-ebpf" in c["command"]
-    assert "cgroup:kubepods*/*/*pod[0-9a-f]*" in c["command"] and "0.0.0.0:9733" in c["command"]
+    assert "k8s:" in c["command"] and "0.0.0.0:9733" in c["command"]
+    # the CRI's socket read-only (pods' names; nobody cannot open it: names fall back to paths, docs/cluster.md)
+    assert c["command"][c["command"].index("--cri") + 1] == "unix:///run/containerd/containerd.sock"
+    assert {"name": "cri", "mountPath": "/run/containerd/containerd.sock", "readOnly": True} in c["volumeMounts"]
+    assert {"name": "cri", "hostPath": {"path": "/run/containerd/containerd.sock", "type": "Socket"}} in pod["volumes"]
+    assert all(m.get("readOnly") for m in c["volumeMounts"])
     assert c["securityContext"]["privileged"] is False and c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     # issue 52 M4: read-only all the way down (the v1 controllers are mounts of their own below /sys/fs/cgroup), a
     # field Kubernetes 1.28 does not have: this document is checked against 1.33's schema, and 1.28's refuses it
@@ -130,6 +135,27 @@ def test_the_watch_daemonset_reads_every_pod_unprivileged_and_serves_metrics(tmp
     assert svc["spec"]["ports"][0]["port"] == 9733 and svc["spec"]["selector"] == ds["spec"]["selector"]["matchLabels"]
     one_line_exit_2(contend("cluster", "render-watch", "--out", str(tmp_path / "2"), "-t", "docker:web"),
                     "cgroup:PATH")
+    one_line_exit_2(contend("cluster", "render-watch", "--out", str(tmp_path / "3"), "--cri", "/run/x.sock"),
+                    "--cri", "unix:///")
+
+
+def test_the_ebpf_watch_daemonset_holds_two_capabilities_as_root_and_mounts_tracefs_and_btf_read_only(tmp_path):
+    p = contend("cluster", "render-watch", "--out", str(tmp_path), "--ebpf", "--cri", "unix:///var/run/crio/crio.sock",
+                "-t", "k8s:shop/*")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert validate_dir(tmp_path) == (3, [])
+    (ds,) = docs(tmp_path, "watch-daemonset.yaml")
+    pod = ds["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert "--no-ebpf" not in c["command"] and c["command"][-2:] == ["-t", "k8s:shop/*"]
+    sc = c["securityContext"]
+    assert sc["capabilities"] == {"drop": ["ALL"], "add": ["BPF", "PERFMON", "SYS_ADMIN"]} and sc["runAsUser"] == 0
+    assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"} and "hostPID" not in pod
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    assert set(mounts) == {"/sys/fs/cgroup", "/sys/kernel/tracing", "/sys/kernel/btf", "/var/run/crio/crio.sock"}
+    assert all(m["readOnly"] for m in mounts.values())
+    assert mounts["/sys/kernel/tracing"]["recursiveReadOnly"] == "Enabled"
 
 
 def test_the_guard_daemonset_protects_every_pod_and_serves_metrics(tmp_path):

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from contend.watch.detector import Detector, replay
+from contend.watch.detector import ENDS, Detector, replay
 from contend.watch.signals import HOST, WRITEBACK, Frame
 
 MiB = 1 << 20
@@ -34,7 +34,7 @@ CALM_CPU = {"victim": {"cpu": 0.95, "rq_delay": 0.01, "throttled": 0.0},
 
 
 def blames(events: list[dict]) -> list[tuple]:
-    return [(e["victim"], e["resource"], e["kind"], e["culprit"]) for e in events if e["event"] != "cleared"]
+    return [(e["victim"], e["resource"], e["kind"], e["culprit"]) for e in events if e["event"] not in ENDS]
 
 
 def test_a_cpu_antagonist_is_named_by_its_preemptions_in_the_first_frame_it_hurts():
@@ -410,3 +410,26 @@ def test_the_live_table_shows_each_containers_network_beside_its_verdict():
     row = next(ln for ln in out.splitlines() if "victim" in ln)
     assert "1.6" in row and "18.0" in row and "network: hurt by noisy" in row
     assert "21.0" in next(ln for ln in out.splitlines() if "noisy" in ln)
+
+
+def test_a_container_that_arrives_while_watched_is_a_suspect_from_its_first_frame():
+    """A pod scheduled onto a busy node: it had no use before it came, so all it uses is a rise; one there
+    from the watch's start has no history and waits for its baseline."""
+    def frame(t: float, victim_delay: float, noisy: float | None) -> Frame:
+        cs = {"victim": {"rq_delay": victim_delay, "cpu": 1.9}}
+        if noisy is not None:
+            cs["noisy"] = {"rq_delay": 0.0, "cpu": noisy}
+        return Frame(t, 1.0, cs)
+    frames = [frame(t, 0.01, None) for t in range(1, 11)] + [frame(t, 0.8, 1.0) for t in range(11, 15)]
+    ev = replay(frames)
+    assert blames(ev)[0] == ("victim", "cpu", "blame", "noisy"), ev
+    assert ev[0]["t"] <= 12.0, ev
+
+
+def test_a_watched_container_that_goes_ends_its_verdicts_with_gone():
+    calm = [Frame(t, 1.0, {"victim": {"rq_delay": 0.01, "cpu": 1.0}, "noisy": {"rq_delay": 0.0, "cpu": 0.0}})
+            for t in range(1, 11)]
+    hurt = [Frame(t, 1.0, {"victim": {"rq_delay": 0.8, "cpu": 1.0}, "noisy": {"rq_delay": 0.0, "cpu": 1.0}})
+            for t in range(11, 14)]
+    ev = replay(calm + hurt + [Frame(14.0, 1.0, {"noisy": {"rq_delay": 0.0, "cpu": 1.0}})])
+    assert [e["event"] for e in ev] == ["blame", "gone"] and ev[-1]["victim"] == "victim", ev

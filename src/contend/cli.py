@@ -497,8 +497,9 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
 @app.command()
 def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECTOR",
                                            help="What to watch (repeatable): cgroup:PATH or a glob, docker:NAME, "
-                                                "docker:label=K=V, docker:*, podman:..., contend (its containers). "
-                                                "Default: contend and docker:*."),
+                                                "docker:label=K=V, docker:*, podman:..., contend (its containers), "
+                                                "k8s: (every pod on this node, as namespace/pod/container), "
+                                                "k8s:NAMESPACE/*, k8s:label=K=V. Default: contend and docker:*."),
           period: float = typer.Option(1.0, min=0.1, max=60, help="Seconds per period."),
           duration: Optional[float] = typer.Option(None, min=0.1, help="Stop after this many seconds "
                                                                        "(default: until Ctrl-C / SIGTERM)."),
@@ -527,7 +528,12 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                             "every cap removed when it stops."),
           capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
                                              help="With --guard: a disk and what it delivers, e.g. 254:0=4G "
-                                                  "(repeatable; default: the calibrated disk).")):
+                                                  "(repeatable; default: the calibrated disk)."),
+          cri: list[str] = typer.Option([], "--cri", metavar="unix:///PATH",
+                                        help="The node's CRI socket, where k8s: targets get the pods' names "
+                                             "(repeatable: the first that answers; default: containerd's "
+                                             "/run/containerd/containerd.sock, then CRI-O's "
+                                             "/var/run/crio/crio.sock).")):
     """Who hurts whom on this host, now: every period, each watched container's symptoms (run-queue delay,
     pressure, its own throttling, its disk's latency) against its own baseline, and a blame when a neighbour's
     use rose with it; a container held by its own limit is its own doing. Sets nothing, unless --guard
@@ -542,7 +548,7 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
 
     if replay is not None:
         return _watch_replay(replay, emit)
-    targets = _watch_checks(target, metrics, disk)
+    targets = _watch_checks(target, metrics, disk, cri)
     if capacity and not guard:
         fail("--capacity: only with --guard")
     given = _guard_capacities(capacity)
@@ -557,7 +563,7 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     _term_as_interrupt()
     live = sys.stdout.isatty() and not as_json
     cfg = WatchConfig(targets, period=period, ebpf=ebpf, net_rtt=net_rtt, metrics=metrics, disks=list(disk) or None,
-                      hook=hook)
+                      hook=hook, **({"cri": tuple(cri)} if cri else {}))
     try:
         w = Watcher(cfg, events=None if live else emit, record=out)
     except OSError as e:  # the metrics port taken, say
@@ -608,7 +614,7 @@ def _watch_replay(path: Path, emit) -> None:
             emit(e)
 
 
-def _watch_checks(target: list[str], metrics: str, disk: list[str]) -> list[str]:
+def _watch_checks(target: list[str], metrics: str, disk: list[str], cri: list[str]) -> list[str]:
     """The watch's options checked (exit 2, one line); its selectors."""
     import re
 
@@ -622,6 +628,9 @@ def _watch_checks(target: list[str], metrics: str, disk: list[str]) -> list[str]
     for d in disk:
         if not re.fullmatch(r"[0-9]+:[0-9]+", d) or not Path(f"/sys/dev/block/{d}").exists():
             fail(f"--disk {d!r}: no such block device (MAJ:MIN)")
+    for e in cri:
+        if not e.startswith("unix:///"):
+            fail(f"--cri {e!r}: a unix socket, unix:///path")
     return targets
 
 
@@ -791,17 +800,28 @@ def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Dire
 @cluster_app.command("render-watch")
 def cluster_render_watch(out: Path = typer.Option(..., "--out", "-o", help="Directory for the manifests."),
                          target: list[str] = typer.Option([], "--target", "-t", metavar="SELECTOR",
-                                                          help="What to watch (repeatable): cgroup:PATH or a glob; "
-                                                               "default: every pod of the node."),
+                                                          help="What to watch (repeatable): k8s:, k8s:NAMESPACE/*, "
+                                                               "k8s:label=K=V, cgroup:PATH or a glob; default: every "
+                                                               "pod of the node (k8s:)."),
+                         ebpf: bool = typer.Option(False, "--ebpf/--no-ebpf",
+                                                   help="Run-queue delay and the time each pod took, by eBPF: "
+                                                        "root's uid with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN "
+                                                        "(bpftrace 0.17 reads BTF only with it), not privileged. "
+                                                        "Default: PSI only, as nobody with no capability."),
+                         cri: str = typer.Option("unix:///run/containerd/containerd.sock", "--cri",
+                                                 metavar="unix:///PATH",
+                                                 help="The nodes' CRI socket, mounted read-only (CRI-O: "
+                                                      "unix:///var/run/crio/crio.sock)."),
                          image: Optional[str] = typer.Option(None, help=IMAGE_HELP + " Default contend:VERSION."),
                          namespace: str = typer.Option("kube-system", help="Namespace of the DaemonSet."),
                          node_label: str = typer.Option("", metavar="KEY=VALUE",
                                                         help="Only nodes with this label (default: every node)."),
                          scraper_namespace: str = typer.Option("monitoring", help=SCRAPER_HELP)):
     """A DaemonSet that runs `contend watch` on every node but the control plane's: its verdicts as JSON lines in
-    each pod's log, Prometheus on port 9733 (a headless Service names it), a NetworkPolicy that lets only metrics
-    in. Unprivileged and read-only like the guard, so without eBPF: on cgroup v2 nodes the CPU symptom is each
-    pod's CPU pressure (docs/watch.md). Checked against the pinned schemas."""
+    each pod's log, pods named namespace/pod/container through the node's CRI, Prometheus on port 9733 (a headless
+    Service names it), a NetworkPolicy that lets only metrics in. Every host path read-only. By default
+    unprivileged, without eBPF (on cgroup v2 nodes the CPU symptom is each pod's CPU pressure); --ebpf adds the
+    run-queue delay with three capabilities (docs/cluster.md). Checked against the pinned schemas."""
     from .cluster.render import WATCH_PORT, WATCH_TARGETS, watch_manifests
     from .watch.daemon import check_targets
     try:
@@ -809,9 +829,11 @@ def cluster_render_watch(out: Path = typer.Option(..., "--out", "-o", help="Dire
     except ValueError as e:
         fail(str(e))
     if any(t.startswith(("docker:", "podman:", "contend")) for t in targets):
-        fail("--target: on a Kubernetes node use cgroup:PATH or a cgroup glob")
+        fail("--target: on a Kubernetes node use k8s:..., cgroup:PATH or a cgroup glob")
+    if not cri.startswith("unix:///"):
+        fail(f"--cri {cri!r}: a unix socket, unix:///path")
     _write_valid(out, watch_manifests(_options(image, namespace, node_label, scraper_namespace=scraper_namespace),
-                                      targets))
+                                      targets, ebpf=ebpf, cri=cri))
     console.print(f"next: kubectl apply -f {out}; verdicts in each pod's log (kubectl logs -n {namespace} "
                   f"ds/contend-watch), metrics on port {WATCH_PORT} (Service contend-watch-metrics)", highlight=False)
 

@@ -33,20 +33,24 @@ HOST_PATHS = {"cgroup": ("/sys/fs/cgroup", "Directory"), "tracing": ("/sys/kerne
               "contend-state": ("/run/contend", "DirectoryOrCreate"),
               # the guard's own state only: the rest of /run/contend holds trial pods' bundles (rewriting a
               # bundle's config.json is root on the node: issue 52 M4)
-              "contend-guard-state": ("/run/contend/guard", "DirectoryOrCreate")}
+              "contend-guard-state": ("/run/contend/guard", "DirectoryOrCreate"),
+              # the watch's eBPF: BTF (the TCP round-trip probe's types); the CRI's socket (pods' names)
+              "btf": ("/sys/kernel/btf", "Directory"), "cri": ("/run/containerd/containerd.sock", "Socket")}
 READ_ONLY = {"modules"}
 # the guard writes caps and keeps its state; it traces nothing and, its disks configured, calibrates nothing
 GUARD_HOST_PATHS = ("cgroup", "contend-guard-state")
 
 
-def host_volumes(names) -> list[dict]:
-    return [{"name": v, "hostPath": {"path": HOST_PATHS[v][0], "type": HOST_PATHS[v][1]}} for v in names]
-
-
-def host_mounts(names) -> list[dict]:
-    """Each host path at the same path in the container (read-only where it only needs reading)."""
-    return [{"name": v, "mountPath": HOST_PATHS[v][0], **({"readOnly": True} if v in READ_ONLY else {})}
+def host_volumes(names, paths: dict[str, str] | None = None) -> list[dict]:
+    """The host paths, each at HOST_PATHS' path unless `paths` names another (a CRI socket elsewhere)."""
+    return [{"name": v, "hostPath": {"path": (paths or {}).get(v, HOST_PATHS[v][0]), "type": HOST_PATHS[v][1]}}
             for v in names]
+
+
+def host_mounts(names, paths: dict[str, str] | None = None) -> list[dict]:
+    """Each host path at the same path in the container (read-only where it only needs reading)."""
+    return [{"name": v, "mountPath": (paths or {}).get(v, HOST_PATHS[v][0]),
+             **({"readOnly": True} if v in READ_ONLY else {})} for v in names]
 
 
 RESET = "contend clean && sync && echo 3 > /proc/sys/vm/drop_caches"  # the node as a fresh trial wants it
@@ -195,24 +199,49 @@ def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
 
 
 WATCH_PORT = 9733
-# a pod of Kubernetes' either cgroup driver (as the guard's); the watch reads, so its cgroup mount is read-only
-WATCH_TARGETS = ("cgroup:kubepods*/*pod[0-9a-f]*", "cgroup:kubepods*/*/*pod[0-9a-f]*")
+# every pod of the node by namespace/pod/container through the node's CRI (by its cgroup's path where the CRI
+# does not answer); the watch reads, so its every mount is read-only
+WATCH_TARGETS = ("k8s:",)
+CRI_SOCKET = "unix:///run/containerd/containerd.sock"
+# the eBPF watch: root's uid (the CRI's socket is root's) with what loading and reading its programs needs, under
+# the runtime's default seccomp profile (tests/test_watch_k8s.py runs the watch's program so, through the CRI):
+# - CAP_BPF and CAP_PERFMON (Linux 5.8 or later): its maps and programs, the tracepoints;
+# - CAP_SYS_ADMIN: the image's bpftrace (Debian 12's, 0.17) reads the kernel's BTF only with it, and without BTF
+#   (a node has no kernel headers) the sched_switch program does not compile ("unknown type name 'pid_t'");
+# - not CAP_SYS_RESOURCE: since 5.11 a BPF map's memory is charged to its cgroup, not RLIMIT_MEMLOCK, and a
+#   capability the node's runtime does not hold fails the pod (this VM's root lacks it: "unable to apply caps")
+EBPF_CAPS = ["BPF", "PERFMON", "SYS_ADMIN"]
+WATCH_EBPF_SECURITY = {**GUARD_SECURITY, "capabilities": {"drop": ["ALL"], "add": EBPF_CAPS}}
 
 
-def watch_manifests(opt: Options, targets: tuple[str, ...] = WATCH_TARGETS) -> dict[str, list[dict]]:
+def watch_manifests(opt: Options, targets: tuple[str, ...] = WATCH_TARGETS, ebpf: bool = False,
+                    cri: str = CRI_SOCKET) -> dict[str, list[dict]]:
     """A DaemonSet of `contend watch` on every node (or those with the node label): verdicts as JSON lines in
-    the pod's log, Prometheus on its port. Unprivileged like the guard, so without eBPF: the CPU symptom is the
-    pod's CPU pressure (PSI, cgroup v2 nodes), not its run-queue delay."""
-    command = ["contend", "watch", "--json", "--no-ebpf", "--metrics", f"0.0.0.0:{WATCH_PORT}"]
+    the pod's log, Prometheus on its port, pods named through the node's CRI (its socket mounted read-only).
+    Without eBPF it runs as nobody with no capability, and the CPU symptom is the pod's CPU pressure (PSI,
+    cgroup v2 nodes); nobody cannot open the CRI's socket, so pods are named by their cgroups' paths. With eBPF,
+    root's uid with EBPF_CAPS (not privileged), tracefs and BTF read-only: the run-queue delay and the time each
+    pod took, and the pods' names."""
+    command = ["contend", "watch", "--json", *([] if ebpf else ["--no-ebpf"]), "--metrics", f"0.0.0.0:{WATCH_PORT}",
+               "--cri", cri]
     for t in targets:
         command += ["-t", t]
-    return node_daemon("watch", command, WATCH_PORT, opt, ("cgroup",), read_only={"cgroup"}, grace_s=10,
-                       security=WATCH_SECURITY)
+    paths = ("cgroup", "cri", *(("tracing", "btf") if ebpf else ()))
+    return node_daemon("watch", command, WATCH_PORT, opt, paths, read_only=set(paths), grace_s=10,
+                       security=WATCH_EBPF_SECURITY if ebpf else WATCH_SECURITY,
+                       paths={"cri": cri.removeprefix("unix://")})
+
+
+def read_only_mount(m: dict) -> dict:
+    """Read-only, and recursively so for a directory (the mounts below it: the v1 controllers' below
+    /sys/fs/cgroup); a socket is a file, with nothing below it."""
+    return {**m, "readOnly": True, **({} if HOST_PATHS[m["name"]][1] == "Socket" else {"recursiveReadOnly": "Enabled"})}
 
 
 def node_daemon(app: str, command: list[str], port: int, opt: Options, host_paths: tuple[str, ...],
                 config: dict[str, str] | None = None, read_only: set[str] = frozenset(),
-                grace_s: int = 30, security: dict = GUARD_SECURITY) -> dict[str, list[dict]]:
+                grace_s: int = 30, security: dict = GUARD_SECURITY,
+                paths: dict[str, str] | None = None) -> dict[str, list[dict]]:
     """A contend daemon on every node but the control plane's: its DaemonSet (unprivileged, no token), its
     config in a ConfigMap if it has one, a NetworkPolicy that lets only its metrics in, a Service naming the
     metrics port."""
@@ -220,9 +249,9 @@ def node_daemon(app: str, command: list[str], port: int, opt: Options, host_path
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/version": __version__}
     ns = opt.namespace
     mounts = [*([{"name": "config", "mountPath": SPEC_MOUNT, "readOnly": True}] if config else []),
-              *({**m, "readOnly": True, "recursiveReadOnly": "Enabled"} if m["name"] in read_only else m
-                for m in host_mounts(host_paths))]
-    volumes = [*([{"name": "config", "configMap": {"name": name}}] if config else []), *host_volumes(host_paths)]
+              *(read_only_mount(m) if m["name"] in read_only else m for m in host_mounts(host_paths, paths))]
+    volumes = [*([{"name": "config", "configMap": {"name": name}}] if config else []),
+               *host_volumes(host_paths, paths)]
     pod: dict = {
         "terminationGracePeriodSeconds": grace_s,
         # no tolerations: a tainted node (the control plane's) is not the daemon's; nor one labelled so

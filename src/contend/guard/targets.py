@@ -7,11 +7,17 @@ Selectors:
                      docker:*  every running one
   podman:NAME        the same for podman
   contend            every container contend started (its cgroups below contend/)
+  k8s:               every pod's containers on this Kubernetes node, named namespace/pod/container through the
+                     node's CRI (contend.cri); k8s:NAMESPACE/* (or NAMESPACE/POD, a glob in each part) some of
+                     them; k8s:label=KEY=VALUE those of the pods with the label. Without a CRI, k8s: names every
+                     pod container by its cgroup's path, and the others name nothing
 """
 from __future__ import annotations
 
+import fnmatch
 import glob
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,6 +26,7 @@ from pathlib import Path
 
 from ..cgroups import PREFIX, CgroupHost
 from ..cgroups.base import confined
+from ..cri.client import Cri, PodContainer, container_id, qos_class
 
 
 class TargetError(Exception):
@@ -36,14 +43,20 @@ class Resolved:
     name: str  # what logs and metrics call it
     relpath: str  # its cgroup, relative to each hierarchy's root
     weight: float = 1.0
+    qos: str = ""  # a Kubernetes pod's QoS class (Guaranteed, Burstable, BestEffort)
 
 
-SELECTOR = re.compile(r"^(cgroup:.+|docker:.+|podman:.+|contend)$")
+SELECTOR = re.compile(r"^(cgroup:.+|docker:.+|podman:.+|contend|k8s:.*)$")
+K8S = re.compile(r"^(|label=[^=]+=.*|[^/=]+(/[^/]+){0,2})$")  # all; label=K=V; NAMESPACE[/POD[/CONTAINER]]
 
 
 def check_selector(sel: str) -> str:
     if not SELECTOR.match(sel):
-        raise ValueError(f"unknown target {sel!r} (cgroup:PATH, docker:NAME, docker:label=K=V, podman:..., contend)")
+        raise ValueError(f"unknown target {sel!r} (cgroup:PATH, docker:NAME, docker:label=K=V, podman:..., contend, "
+                         "k8s:, k8s:NAMESPACE/*, k8s:label=K=V)")
+    if sel.startswith("k8s:") and not K8S.match(sel[len("k8s:"):]):
+        raise ValueError(f"target {sel!r}: k8s: takes nothing, NAMESPACE/* (NAMESPACE[/POD[/CONTAINER]], globs) or "
+                         "label=KEY=VALUE")
     if sel.startswith("cgroup:") and ".." in Path(sel[len("cgroup:"):].strip()).parts:
         raise ValueError(f"target {sel!r}: must stay inside the cgroup hierarchy (no '..')")
     return sel
@@ -93,11 +106,14 @@ def _engine(binary: str, what: str) -> list[tuple[str, int]]:
     return [(d["Name"].lstrip("/"), int(d["State"]["Pid"])) for d in docs if d.get("State", {}).get("Pid")]
 
 
-def resolve(host: CgroupHost, selector: str, weight: float = 1.0) -> list[Resolved]:
+def resolve(host: CgroupHost, selector: str, weight: float = 1.0, cri: Cri | None = None) -> list[Resolved]:
     """The cgroups a selector names now. A `cgroup:` that does not exist is an error; engine selectors
-    by label, and `contend`, may name nothing for a while."""
+    by label, `contend` and `k8s:` may name nothing for a while. `k8s:` asks `cri` (a CriError from it is the
+    caller's to say: it may name the pods by their paths instead, with cri=None)."""
     kind, _, what = selector.partition(":")
     try:
+        if kind == "k8s":
+            return k8s_targets(host, what, weight, cri)
         return _resolve(host, kind, what, selector, weight)
     except ValueError as e:  # a path that would leave the hierarchy
         raise TargetError(str(e)) from None
@@ -126,6 +142,50 @@ def _resolve(host: CgroupHost, kind: str, what: str, selector: str, weight: floa
     if kind == "contend":
         return [Resolved(rel.split("/")[-1], rel, weight) for rel in contend_cgroups(host)]
     raise TargetError(f"unknown target {selector!r}")
+
+
+def k8s_targets(host: CgroupHost, what: str, weight: float, cri: Cri | None) -> list[Resolved]:
+    """The pod containers a k8s: selector names: by the CRI's names, each matched to its cgroup by its id;
+    without a CRI, every one by its cgroup's path (`k8s:` alone: a selection needs the names)."""
+    cgroups = pod_cgroups(host)
+    if cri is None:
+        if what:
+            raise TargetError(f"k8s:{what}: no CRI runtime answers here, so pods have no names to select by")
+        return [Resolved(rel, rel, weight, qos_class(rel)) for rel in sorted(cgroups.values())]
+    return sorted((Resolved(c.name, cgroups[c.id], weight, qos_class(cgroups[c.id])) for c in cri.running()
+                   if c.id in cgroups and k8s_match(what, c)), key=lambda r: r.name)
+
+
+def k8s_match(what: str, c: PodContainer) -> bool:
+    if what.startswith("label="):
+        key, _, value = what[len("label="):].partition("=")
+        return c.labels.get(key) == value
+    want = what.split("/") if what else []
+    return all(fnmatch.fnmatchcase(have, w) for have, w in zip(c.name.split("/", 2), want))
+
+
+def pod_cgroups(host: CgroupHost, depth: int = 5) -> dict[str, str]:
+    """Every pod container's cgroup below kubepods (either cgroup driver), by the container's id (the pods'
+    sandboxes are among them: the CRI names only containers)."""
+    base = io_hierarchy(host)
+    out: dict[str, str] = {}
+    if base is None:
+        return out
+    level = [e.path for e in os.scandir(base) if e.name.startswith("kubepods") and e.is_dir()]
+    for _ in range(depth):
+        below = []
+        for d in level:
+            try:
+                entries = [e for e in os.scandir(d) if e.is_dir(follow_symlinks=False)]
+            except OSError:  # removed while walked: a pod that ended
+                continue
+            for e in entries:
+                if cid := container_id(e.name):
+                    out[cid] = os.path.relpath(e.path, base)
+                else:
+                    below.append(e.path)
+        level = below
+    return out
 
 
 def glob_cgroups(host: CgroupHost, pattern: str) -> list[str]:

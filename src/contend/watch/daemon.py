@@ -14,7 +14,8 @@ from typing import TextIO
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from ..cgroups import CgroupHost, detect
-from ..guard.targets import Resolved, TargetError, check_selector, resolve
+from ..cri.client import DEFAULT_ENDPOINTS, Cri, CriError, connect
+from ..guard.targets import Resolved, TargetError, check_selector, pod_cgroups, resolve
 from ..hooks import Hooks
 from .collector import WatchCollector
 from .detector import Detector, Verdict
@@ -73,6 +74,7 @@ class WatchConfig:
     rescan_s: float = 5.0
     detector: dict = field(default_factory=dict)
     hook: str = ""  # the operator's command, run by the shell on every event (docs/watch.md, "Hook")
+    cri: tuple[str, ...] = DEFAULT_ENDPOINTS  # where k8s: selectors ask for the pods' names (the first that answers)
 
 
 class Watcher:
@@ -93,17 +95,55 @@ class Watcher:
         self.last: Frame | None = None
         self._last_scan = -math.inf
         self._closed = False
+        self.cri: Cri | None = None
+        self.pods = any(s.startswith("k8s:") for s in cfg.targets)
+        self._pod_ids: set[str] = set()  # the pod containers' cgroups (by id) at the last scan
+        self._settling = 0  # scans still due after the pods changed (a container's cgroup comes before it runs)
+        self.cri_said = ""  # the last thing said of the CRI (said again only when it changes)
 
     @property
     def problems(self) -> list[str]:
         return self.collector.problems
 
+    def _cri(self) -> Cri | None:
+        """The node's CRI, connected again at each scan until one answers (None meanwhile)."""
+        if self.cri is None:
+            try:
+                self.cri = connect(self.cfg.cri)
+                self._say(f"contend watch: pods named through {self.cri.endpoint} ({self.cri.version()})")
+            except CriError as e:
+                self._say(f"contend watch: {e}; pods are named by their cgroups' paths")
+        return self.cri
+
+    def _say(self, line: str) -> None:
+        if line != self.cri_said:
+            self.cri_said = line
+            print(line, file=sys.stderr, flush=True)
+
+    def _pods_changed(self) -> bool:
+        """With k8s: targets, whether a pod's container came or went since the last scan (its cgroup, read every
+        period: a pod is named in the period it starts, not at the next rescan), or came a moment ago."""
+        if not self.pods:
+            return False
+        ids = set(pod_cgroups(self.host))
+        if ids != self._pod_ids:
+            self._pod_ids, self._settling = ids, 3
+        self._settling = max(0, self._settling - 1)
+        return self._settling > 0
+
     def scan(self) -> None:
         """Resolve every selector again (containers come and go); one naming nothing now is not an error."""
         found: dict[str, Resolved] = {}
+        cri = self._cri() if self.pods else None
         for sel in self.cfg.targets:
             try:
-                for r in resolve(self.host, sel):
+                try:
+                    named = resolve(self.host, sel, cri=cri)
+                except CriError as e:  # the runtime went away: named by path until it answers again
+                    self._say(f"contend watch: {e}; pods are named by their cgroups' paths")
+                    self.cri, cri = None, None
+                    named = resolve(self.host, sel)
+                for r in named:
                     found.setdefault(r.name, r)
             except TargetError:
                 continue
@@ -112,7 +152,7 @@ class Watcher:
 
     def step(self) -> list[dict]:
         now = time.monotonic()
-        if now - self._last_scan >= self.cfg.rescan_s:
+        if now - self._last_scan >= self.cfg.rescan_s or self._pods_changed():
             self._last_scan = now
             self.scan()
         f = self.collector.collect()
@@ -171,6 +211,8 @@ class Watcher:
         self._closed = True
         self.collector.close()
         self.metrics.close()
+        if self.cri is not None:
+            self.cri.close()
         if self.handoff is not None:
             self.handoff.close()
         if self.hooks is not None:

@@ -37,6 +37,7 @@ RESOURCES = ("cpu", "memory", "disk", "network")
 MAJOR = 0.2  # a culprit with this share of the harm or more: a change in their order is a new verdict
 SETTLED = 0.25  # a container's own use moving by less than this share of it (or the use floor): settled
 STAY = 0.15  # a major culprit stays major down to this share (a share near MAJOR does not flap the verdict)
+ENDS = ("cleared", "gone")  # a verdict's end: its symptom gone for clear_after frames, or its victim gone
 
 
 @dataclass(frozen=True)
@@ -295,8 +296,15 @@ class Detector:
 
     def step(self, f: Frame) -> list[dict]:
         """The events this frame brings: blame / self / unattributed when a verdict starts or changes,
-        cleared when it ends."""
+        cleared when it ends, gone when its victim left (a container removed, a pod deleted)."""
         self.recent.append(f)
+        if len(self.recent) >= 2:
+            before = self.recent[-2].containers
+            for name in (n for n in f.containers if n not in before):
+                # it came while watched (a pod scheduled here, a container started): before it, it used
+                # nothing, so all it uses is a rise (a new pod is the commonest noisy neighbour on a node)
+                for res in self.rules:
+                    self.use_base.setdefault((name, res), deque([0.0], maxlen=self._nbase))
         events: list[dict] = []
         suffering: dict[str, set[str]] = {r: set() for r in self.rules}
         readings: list[tuple[str, str, float, deque]] = []
@@ -320,7 +328,10 @@ class Detector:
                 events.append(v.event(f.t, v.kind))
         for key in [k for k in self.active if k[0] not in suffering[k[1]]]:
             self.quiet[key] = self.quiet.get(key, 0) + 1
-            if self.quiet[key] >= self.clear_after or key[0] not in f.containers:
+            if key[0] not in f.containers:
+                events.append(self.active.pop(key).event(f.t, "gone"))
+                self.quiet.pop(key, None)
+            elif self.quiet[key] >= self.clear_after:
                 events.append(self.active.pop(key).event(f.t, "cleared"))
                 self.quiet.pop(key, None)
         # baselines learn from calm frames only: a victim's while it does not suffer and its own use has settled

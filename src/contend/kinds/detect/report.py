@@ -12,10 +12,11 @@ from ...report.figures import Figure, plt, save
 from ...report.page import Written, failures, publish, write_page
 from ...report.table import TextTable, markdown_tables, rich_text_tables
 from ...store import Store
+from ...watch.detector import ENDS
 from .cases import CASES
 from .metrics import STEP, VICTIM, Truth, cell_figures, coverage, trial_metrics
 
-VERDICTS = ("blame", "self", "unattributed", "cleared")
+VERDICTS = ("blame", "self", "unattributed", *ENDS)
 COLUMNS = (("detected", "found"), ("first_right", "1st"), ("latency_p50_s", "p50 s"), ("latency_p95_s", "p95 s"),
            ("request_p50_s", "req. p50 s"), ("precision", "prec."), ("coverage", "cover"),
            ("share_error", "share err"),
@@ -110,7 +111,7 @@ def timeline(trial: dict, samples, events: list[dict]) -> Figure:
         if p.get("t_use") is not None:  # when noisy began to use its resource
             ax.axvline(p["t_use"], color="orange", ls="--", lw=0.8)
     for e in events:
-        if e["event"] != "cleared":
+        if e["event"] not in ENDS:
             b.axvline(e["t"], color="red" if e["event"] == "blame" else "grey", lw=0.8)
             b.annotate(f"{e['victim']}←{e['culprit'] or '?'}" if e["event"] == "blame" else e["event"],
                        (e["t"], 0), fontsize=6, rotation=90, va="bottom")

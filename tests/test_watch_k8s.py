@@ -1,0 +1,214 @@
+"""contend watch on a Kubernetes node without a cluster (issue 54): a containerd of contend's own with its CRI
+plugin (contend.cri.node), pods made through the CRI in the cgroups a kubelet gives them, real loads in them,
+and the watch naming them namespace/pod/container through the same CRI."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from contend.cgroups import detect
+from contend.cri.client import Cri, CriError, connect, container_id, qos_class
+from contend.cri.node import CriNode
+from contend.guard.targets import TargetError, resolve
+from contend.watch.daemon import WatchConfig, Watcher
+from contend.watch.signals import Frame
+
+from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require
+from .test_watch import watch_while
+
+HEX = "0123456789abcdef" * 4
+
+
+@pytest.fixture(scope="module")
+def node(root):
+    require("containerd")
+    require("stress-ng")
+    with CriNode() as n:
+        yield n
+    host = detect()
+    left = [d for d in [*host.v1.values(), host.unified] if d is not None and (d / "kubepods").exists()]
+    assert not left, f"the pods' cgroups were left in {left}"
+
+
+@pytest.fixture
+def pods(node):
+    """node.run_pod, every pod it made removed after the test (whatever the test did)."""
+    made = []
+
+    def make(*args, **kw):
+        made.append(node.run_pod(*args, **kw))
+        return made[-1]
+    yield make
+    for p in made:
+        if p in node.pods:
+            node.remove_pod(p)
+
+
+@needs_root
+def test_a_cpu_antagonist_pod_is_named_by_namespace_pod_container_within_two_seconds_and_its_victim_gone(node, pods):
+    web = pods("shop", "web-7f9c4", qos="burstable")
+    etl = pods("batch", "etl-2xk", qos="besteffort", labels={"tier": "batch"})
+    dns = pods("kube-system", "coredns-1", qos="guaranteed")
+    node.run(dns, "coredns", ["/usr/bin/sleep", "60"])
+    at: dict[str, float] = {}
+    scraped: list[str] = []
+
+    def act(t0):  # t0: the watcher's clock now
+        begun = time.monotonic()
+        node.run(web, "app", ["/usr/bin/stress-ng", "--cpu", "2", "--timeout", "20"])
+        time.sleep(5)  # the victim's baseline: both CPUs its own
+        at["antagonist"] = t0 + time.monotonic() - begun
+        node.run(etl, "hog", ["/usr/bin/stress-ng", "--cpu", "2", "--timeout", "15"])
+        time.sleep(5)
+        at["deleted"] = t0 + time.monotonic() - begun
+        node.remove_pod(web)  # a pod deleted while it is blamed for
+
+    def scrape(w: Watcher) -> None:
+        if not scraped and any(v.culprit == "batch/etl-2xk/hog" for v in w.detector.verdicts()):
+            assert w.metrics.server is not None
+            port = w.metrics.server.server_port
+            scraped.append(urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode())
+    events, frames = watch_while("", act, 13, targets=["k8s:"], cri=(node.endpoint,), metrics="127.0.0.1:0",
+                                 after_step=scrape)
+    seen = set().union(*(f.containers for f in frames))
+    assert {"shop/web-7f9c4/app", "batch/etl-2xk/hog", "kube-system/coredns-1/coredns"} <= seen, seen
+    assert not [n for n in seen if container_id(n)], f"a sandbox or a path among the names: {seen}"
+    blames = [e for e in events if e["event"] == "blame"]
+    said = [(e["t"], e["event"], e["victim"], e["culprits"]) for e in events]
+    # the pod's start is the node's work first (containerd, its shim and runc ran outside every pod: `host`)
+    assert {(e["victim"], e["culprit"]) for e in blames} <= {("shop/web-7f9c4/app", "batch/etl-2xk/hog"),
+                                                             ("shop/web-7f9c4/app", "host")}, said
+    hog = [e for e in blames if e["culprit"] == "batch/etl-2xk/hog"]
+    assert hog and 0 < hog[0]["t"] - at["antagonist"] <= 2.0, (said, at)
+    assert scraped and 'culprit="batch/etl-2xk/hog"' in scraped[0] and 'victim="shop/web-7f9c4/app"' in scraped[0]
+    gone = [e for e in events if e["event"] == "gone"]
+    assert [e["victim"] for e in gone] == ["shop/web-7f9c4/app"] and gone[0]["t"] >= at["deleted"], said
+
+
+@needs_root
+def test_k8s_selectors_by_namespace_pod_and_label_with_each_pods_qos_class(node, pods):
+    for p in [pods("shop", "web-1", qos="guaranteed"), pods("shop", "cart-1", qos="burstable"),
+              pods("batch", "etl-1", qos="besteffort", labels={"tier": "batch"})]:
+        node.run(p, "main", ["/usr/bin/sleep", "60"])
+    host, cri = detect(), Cri(node.endpoint)
+    try:
+        def names(sel: str) -> dict[str, str]:
+            return {r.name: r.qos for r in resolve(host, sel, cri=cri)}
+        assert names("k8s:") == {"shop/web-1/main": "Guaranteed", "shop/cart-1/main": "Burstable",
+                                 "batch/etl-1/main": "BestEffort"}
+        assert set(names("k8s:shop/*")) == {"shop/web-1/main", "shop/cart-1/main"}
+        assert set(names("k8s:shop/web-*/main")) == {"shop/web-1/main"}
+        assert set(names("k8s:label=tier=batch")) == {"batch/etl-1/main"}
+        assert names("k8s:label=tier=web") == {} and names("k8s:nowhere/*") == {}
+        # without a CRI: every pod's containers (and their sandboxes) by path; a selection names nothing
+        by_path = resolve(host, "k8s:")
+        assert len(by_path) == 6 and all(r.name == r.relpath and r.name.startswith("kubepods/") for r in by_path)
+        with pytest.raises(TargetError, match="no CRI"):
+            resolve(host, "k8s:shop/*")
+    finally:
+        cri.close()
+
+
+@needs_root
+def test_a_watch_whose_cri_does_not_answer_says_so_once_and_names_pods_by_path(node, pods, capsys):
+    pod = pods("shop", "web-2")
+    node.run(pod, "main", ["/usr/bin/sleep", "60"])
+    w = Watcher(WatchConfig(["k8s:"], ebpf=False, metrics="off", cri=("unix:///run/contend/no-such-cri.sock",)))
+    try:
+        w.scan()
+        w.scan()
+        assert len(w.targets) == 2 and all(n.startswith("kubepods/burstable/pod") for n in w.targets), w.targets
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "no CRI runtime answered" in err[0] and "cgroups' paths" in err[0], err
+        w.cfg.cri = (node.endpoint,)  # the runtime answers again: names from the next scan
+        w.scan()
+        assert set(w.targets) == {"shop/web-2/main"}
+        assert "pods named through" in capsys.readouterr().err
+    finally:
+        w.close()
+    with pytest.raises(CriError, match="no CRI runtime answered"):
+        connect(["unix:///run/contend/no-such-cri.sock"])
+
+
+@pytest.mark.parametrize("args, words", [
+    (["-t", "k8s:a/b/c/d"], ["k8s:a/b/c/d", "NAMESPACE"]),
+    (["-t", "k8s:tier=batch"], ["label=KEY=VALUE"]),
+    (["--cri", "/run/containerd/containerd.sock"], ["--cri", "unix:///"]),
+])
+def test_bad_k8s_options_are_one_line_and_exit_2(args, words):
+    one_line_exit_2(contend("watch", *args, "--duration", "1"), *words)
+
+
+def test_a_cgroup_path_gives_its_container_and_qos_under_either_driver():
+    assert container_id(f"kubepods/burstable/pod1b2c3d4e-0000-1111-2222-333344445555/{HEX}") == HEX
+    assert container_id(f"kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1b2c3d4e_0000_1111_2222_"
+                        f"333344445555.slice/cri-containerd-{HEX}.scope") == HEX
+    assert container_id(f"kubepods.slice/kubepods-pod1.slice/crio-{HEX}.scope") == HEX
+    assert container_id("kubepods/burstable/pod1b2c3d4e-0000-1111-2222-333344445555") == ""
+    assert container_id(f"contend/{HEX}x") == ""
+    assert qos_class(f"kubepods/burstable/podX/{HEX}") == "Burstable"
+    assert qos_class(f"kubepods.slice/kubepods-besteffort.slice/x/{HEX}") == "BestEffort"
+    assert qos_class(f"kubepods/podX/{HEX}") == "Guaranteed"
+    assert qos_class(f"kubepods.slice/kubepods-podX.slice/{HEX}") == "Guaranteed"
+    assert qos_class(f"contend/{HEX}") == ""
+
+
+@needs_root
+def test_contend_watch_k8s_from_the_cli_names_the_antagonist_pod_within_two_seconds_of_its_first_use(node, pods,
+                                                                                                      tmp_path):
+    """As a user runs it on a node: `contend watch -t k8s:... --cri ... --json`; the latency is read from its own
+    recording (the first period in which the hog's pod used CPU, to the first blame naming it)."""
+    web, etl = pods("shop", "web-9"), pods("batch", "etl-9")
+    node.run(web, "app", ["/usr/bin/stress-ng", "--cpu", "2", "--timeout", "25"])
+    rec = tmp_path / "frames.jsonl"
+    proc = subprocess.Popen([*CONTEND, "watch", "-t", "k8s:shop/*", "-t", "k8s:batch/*", "--cri", node.endpoint,
+                             "--json", "--period", "0.5", "--duration", "14", "--metrics", "off",
+                             "--record", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(7)  # bpftrace's start, then the victim's baseline
+        node.run(etl, "hog", ["/usr/bin/stress-ng", "--cpu", "2", "--timeout", "12"])
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "pods named through" in err and "Traceback" not in err, err
+    events = [json.loads(ln) for ln in out.splitlines()]
+    frames = [Frame.from_json(ln) for ln in rec.read_text().splitlines()]
+    used = [f.t - f.dt for f in frames if f.get("batch/etl-9/hog", "cpu") > 0.5]
+    named = [e["t"] for e in events if e["event"] == "blame" and e["culprit"] == "batch/etl-9/hog"]
+    assert used and named, (events, err)
+    assert all(e["victim"] == "shop/web-9/app" for e in events if e["event"] == "blame"), events
+    assert 0 < named[0] - used[0] <= 2.0, (named[0], used[0])
+
+
+@needs_root
+def test_the_ebpf_daemonsets_capabilities_load_the_watchs_program_under_the_runtimes_seccomp(node, pods):
+    """The securityContext `contend cluster render-watch --ebpf` writes, given to a container through the CRI as a
+    kubelet gives it (capabilities without CAP_, the runtime's default seccomp profile, its host paths read-only):
+    bpftrace loads and runs the watch's own program in it; with CAP_BPF and CAP_PERFMON alone it reads no BTF
+    and the program does not compile; with none it does not run either."""
+    require("bpftrace")
+    from contend.cluster.render import Options, watch_manifests
+    from contend.probes.ebpf import script
+    from contend.watch.runq import RUNQ
+    (ds,) = watch_manifests(Options(image="contend:test"), ebpf=True)["watch-daemonset.yaml"]
+    (c,) = ds["spec"]["template"]["spec"]["containers"]
+    sc = c["securityContext"]
+    binds = tuple(m["mountPath"] for m in c["volumeMounts"] if m["mountPath"].startswith("/sys/kernel"))
+    assert sc["seccompProfile"]["type"] == "RuntimeDefault" and binds == ("/sys/kernel/tracing", "/sys/kernel/btf")
+    program = script([RUNQ], 500) + "interval:s:2 { exit(); }\n"
+    logs = {}
+    for name, caps in (("granted", tuple(sc["capabilities"]["add"])), ("bpf", ("BPF", "PERFMON")), ("none", ())):
+        pod = pods("kube-system", f"contend-watch-{name}")
+        node.run(pod, "watch", ["/usr/bin/bpftrace", "-f", "json", "-e", program], caps=caps, binds=binds)
+        logs[name] = pod
+    time.sleep(7)
+    logs = {k: node.log(p, "watch") for k, p in logs.items()}
+    assert '"type": "attached_probes"' in logs["granted"] and '"@rq_ns"' in logs["granted"], logs["granted"][-2000:]
+    assert "unknown type name 'pid_t'" in logs["bpf"] and "@rq_ns" not in logs["bpf"], logs["bpf"][-2000:]
+    assert "attached_probes" not in logs["none"] and "@rq_ns" not in logs["none"], logs["none"][-2000:]
