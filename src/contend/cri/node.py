@@ -188,9 +188,10 @@ class CriNode:
         uid = str(uuid.uuid4())
         cg = self._cgroup_parent(qos, uid)
         self._note_cgroups(cg)
+        # no hostname: on the node's network the pod has the node's UTS namespace
         config = api.PodSandboxConfig(
             metadata=api.PodSandboxMetadata(name=name, uid=uid, namespace=namespace, attempt=0),
-            log_directory=str(self.state / "logs" / uid), labels=labels or {},  # no hostname: on the node's network the pod has the node's UTS namespace
+            log_directory=str(self.state / "logs" / uid), labels=labels or {},
             linux=api.LinuxPodSandboxConfig(
                 cgroup_parent=cg,
                 security_context=api.LinuxSandboxSecurityContext(

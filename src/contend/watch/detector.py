@@ -298,13 +298,7 @@ class Detector:
         """The events this frame brings: blame / self / unattributed when a verdict starts or changes,
         cleared when it ends, gone when its victim left (a container removed, a pod deleted)."""
         self.recent.append(f)
-        if len(self.recent) >= 2:
-            before = self.recent[-2].containers
-            for name in (n for n in f.containers if n not in before):
-                # it came while watched (a pod scheduled here, a container started): before it, it used
-                # nothing, so all it uses is a rise (a new pod is the commonest noisy neighbour on a node)
-                for res in self.rules:
-                    self.use_base.setdefault((name, res), deque([0.0], maxlen=self._nbase))
+        self._arrivals()
         events: list[dict] = []
         suffering: dict[str, set[str]] = {r: set() for r in self.rules}
         readings: list[tuple[str, str, float, deque]] = []
@@ -349,6 +343,16 @@ class Detector:
                 if math.isfinite(u):
                     self.use_base.setdefault((s, res), deque(maxlen=self._nbase)).append(u)
         return events
+
+    def _arrivals(self) -> None:
+        """A container that came while watched (a pod scheduled here, a container started) used nothing before
+        it: all it uses is a rise (a new pod is the commonest noisy neighbour on a node)."""
+        if len(self.recent) < 2:
+            return
+        before = self.recent[-2].containers
+        for name in (n for n in self.recent[-1].containers if n not in before):
+            for res in self.rules:
+                self.use_base.setdefault((name, res), deque([0.0], maxlen=self._nbase))
 
     def _settled(self, name: str, res: str) -> bool:
         """Its own use moved since the frame before by less than the resource's use_floor or a quarter of it
