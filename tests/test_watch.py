@@ -486,3 +486,27 @@ def test_a_disk_counter_the_watch_cannot_read_is_unknown_and_said_once(tmp_path)
     assert "io.stat: No such file or directory" in told[0]["why"], told
     seen = [f.containers[name] for f in frames if name in f.containers]
     assert seen and all(math.isnan(s["io_bytes"]) for s in seen) and all(s["cpu"] > 0.01 for s in seen), seen
+
+
+@needs_root
+def test_a_container_with_no_memory_cgroup_of_its_own_reads_unknown_memory_and_is_said_once(boxes):
+    """A container whose cgroup is missing from the memory hierarchy (a runtime that placed it below its own
+    memory cgroup: containerd given a relative cgroup parent did so here) reads no memory counter: its memory
+    signals are nan, not 0, and one `unreadable` event names the file (before, read_int's default made it 0)."""
+    host = detect()
+    if host.mode == "v2":
+        pytest.skip("v1 memory hierarchy only")
+    box = boxes("nomem")
+    memdir = host.v1["memory"] / box.name
+    memdir.rmdir()  # empty yet: the memory hierarchy alone loses it
+    box.run("sleep", "30")
+    events: list[dict] = []
+    frames: list[Frame] = []
+    w = Watcher(WatchConfig([f"cgroup:{box.name}"], period=0.5, ebpf=False, metrics="off"), events=events.append)
+    w.run(duration=2.6, after_step=lambda x: frames.append(x.last))
+    told = [e for e in events if e["event"] == "unreadable"]
+    assert len(told) == 1 and told[0]["resource"] == "memory", events
+    assert "memory.usage_in_bytes: No such file or directory" in told[0]["why"], told
+    seen = [f.containers[box.name] for f in frames if box.name in f.containers]
+    assert seen and all(math.isnan(s["mem"]) and math.isnan(s["refault"]) for s in seen), seen
+    assert all(math.isfinite(s["cpu"]) for s in seen)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import threading
 import time
@@ -238,6 +239,21 @@ def _read_from(fd: int, again: bool = False) -> str:
 
 
 _thread = threading.local()
+
+
+def open_files_budget(most: int = 16384, spare: int = 512) -> int:
+    """How many kernel files a loop may keep open: the soft RLIMIT_NOFILE raised toward its hard one (up to `most`
+    + `spare`), less `spare` for everything else (sockets, pipes, bpftrace's). A node's 250 pods are some 3,000
+    files a period; past the budget, files are opened and closed each read (four times the cost)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = most + spare if hard == resource.RLIM_INFINITY else min(hard, most + spare)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+        except (ValueError, OSError):
+            pass
+    return max(64, min(most, (soft if soft != resource.RLIM_INFINITY else most + spare) - spare))
 
 
 class KeptOpen:

@@ -155,7 +155,13 @@ class V1Cgroup(Cgroup):
         cs = read_keyed(self._f("cpu", "cpu.stat"))
         s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
         s.throttled_ns = cs.get("throttled_time", 0)
-        s.memory_current = read_int(self._f("memory", "memory.usage_in_bytes"))
+        usage = self._f("memory", "memory.usage_in_bytes")
+        try:  # a container with no cgroup of its own in the memory hierarchy is unknown there, not 0
+            s.memory_current = int(read_text(usage))
+        except (OSError, ValueError) as e:
+            s.unreadable[usage] = getattr(e, "strerror", None) or type(e).__name__
+            s.io = self._io_stats(s.unreadable)
+            return s
         s.memory_peak = read_int(self._f("memory", "memory.max_usage_in_bytes"))
         oom = read_keyed(self._f("memory", "memory.oom_control"))
         s.memory_events = {"max": read_int(self._f("memory", "memory.failcnt")), "oom_kill": oom.get("oom_kill", 0)}

@@ -7,11 +7,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-import grpc
-
-from . import api_pb2 as api
-from .api_pb2_grpc import RuntimeServiceStub
-
 # where containerd and CRI-O listen by default (what a kubelet's --container-runtime-endpoint names)
 DEFAULT_ENDPOINTS = ("unix:///run/containerd/containerd.sock", "unix:///var/run/crio/crio.sock")
 TIMEOUT_S = 2.0
@@ -64,8 +59,15 @@ class Cri:
     """One runtime's CRI endpoint (`unix:///path`)."""
 
     def __init__(self, endpoint: str, timeout: float = TIMEOUT_S):
+        # gRPC and the generated code are imported here, by a watch of pods only: a quarter of a second and
+        # megabytes that `contend watch -t contend` does not pay
+        import grpc
+
+        from . import api_pb2
+        from .api_pb2_grpc import RuntimeServiceStub
         if not endpoint.startswith("unix://"):
             raise CriError(f"--cri {endpoint!r}: must be unix:///path/to/socket")
+        self.api, self.rpc_error = api_pb2, grpc.RpcError
         self.endpoint, self.timeout = endpoint, timeout
         self.channel = grpc.insecure_channel(endpoint)
         self.rt = RuntimeServiceStub(self.channel)
@@ -73,16 +75,17 @@ class Cri:
     def call(self, method: str, request):
         try:
             return getattr(self.rt, method)(request, timeout=self.timeout)
-        except grpc.RpcError as e:
+        except self.rpc_error as e:
             detail = e.details() if hasattr(e, "details") else str(e)  # type: ignore[attr-defined]
             raise CriError(f"CRI at {self.endpoint}: {method}: {detail}") from None
 
     def version(self) -> str:
-        v = self.call("Version", api.VersionRequest())
+        v = self.call("Version", self.api.VersionRequest())
         return f"{v.runtime_name} {v.runtime_version} (CRI {v.runtime_api_version})"
 
     def running(self) -> list[PodContainer]:
         """Every running container of every ready pod sandbox."""
+        api = self.api
         ready = api.PodSandboxFilter(state=api.PodSandboxStateValue(state=api.SANDBOX_READY))
         pods = {p.id: p for p in self.call("ListPodSandbox", api.ListPodSandboxRequest(filter=ready)).items}
         running = api.ContainerFilter(state=api.ContainerStateValue(state=api.CONTAINER_RUNNING))

@@ -193,7 +193,7 @@ class CriNode:
             metadata=api.PodSandboxMetadata(name=name, uid=uid, namespace=namespace, attempt=0),
             log_directory=str(self.state / "logs" / uid), labels=labels or {},
             linux=api.LinuxPodSandboxConfig(
-                cgroup_parent=cg,
+                cgroup_parent="/" + cg,  # absolute, as the kubelet gives it (relative: below containerd's own)
                 security_context=api.LinuxSandboxSecurityContext(
                     namespace_options=api.NamespaceOption(network=api.NODE),
                     seccomp=api.SecurityProfile(profile_type=api.SecurityProfile.RuntimeDefault))))

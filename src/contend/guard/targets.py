@@ -188,6 +188,22 @@ def pod_cgroups(host: CgroupHost, depth: int = 5) -> dict[str, str]:
     return out
 
 
+def pods_token(host: CgroupHost) -> tuple:
+    """Something that changes when a pod's cgroup comes or goes, read in a file or two: the number of cgroups below
+    each kubepods* of the unified tree (its cgroup.stat; a pod that goes while another comes in the same moment
+    is seen at the next rescan). Without a unified tree (pure v1), the container ids themselves (a walk)."""
+    if host.unified is None:
+        return tuple(sorted(pod_cgroups(host)))
+    out = []
+    for d in sorted(host.unified.glob("kubepods*")):
+        try:
+            stat = (d / "cgroup.stat").read_text()
+        except OSError:
+            continue
+        out.append((d.name, next((ln.split()[1] for ln in stat.splitlines() if ln.startswith("nr_descendants ")), "")))
+    return tuple(out)
+
+
 def glob_cgroups(host: CgroupHost, pattern: str) -> list[str]:
     """The cgroups a glob matches now (relative paths), in the hierarchy that throttles I/O."""
     base = io_hierarchy(host)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Stats, V2Cgroup, mirror
-from ..cgroups.base import KeptOpen, mirror_members, read_pressure, read_text
+from ..cgroups.base import KeptOpen, mirror_members, open_files_budget, read_pressure, read_text
 from ..guard.collector import device_counters, latency_ms, settle
 from ..guard.targets import Resolved
 from .runq import RunqProbe, Taken
@@ -181,6 +181,17 @@ def by_victim(pairs: dict[tuple[str, str], float], by_id: dict[str, str], dt: fl
     return out
 
 
+# the signals a resource's unreadable counter makes unknown (nan) rather than 0
+UNREAD = {"disk": ("io_bytes", "io_wbytes", "io_ios", "io_wait_ms"),
+          "memory": ("mem", "mem_max", "oom_kill", "majfault", "refault", "dirty")}
+
+
+def resource_of(path: str) -> str:
+    """The resource a cgroup file counts (by its name: memory.*, blkio.* and io.*)."""
+    name = os.path.basename(path)
+    return "memory" if name.startswith("memory.") else "disk"
+
+
 class WatchCollector:
     def __init__(self, host: CgroupHost, disks: list[str] | None = None, ebpf: bool = True,
                  clock0: float | None = None, net_rtt: bool = True, period: float = 0.5):
@@ -215,7 +226,7 @@ class WatchCollector:
             self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
             self._credit: dict[str, float] = {}  # charged to the watched, not written by the disks yet (settle)
             self._mirrored: dict[str, frozenset[int]] = {}  # each own container's processes mirrored last period
-            self._files = KeptOpen()
+            self._files = KeptOpen(limit=open_files_budget())
             self._host_psi = host_psi()
             self._ticks = cpu_ticks()
             self._t = time.monotonic()
@@ -361,9 +372,11 @@ class WatchCollector:
         out.update(net_signals(net, prev[3], dt))
         ios = out["io_ios"]
         out["io_wait_ms"] = out["io_psi"] * 1e3 / ios if ios >= 1 and math.isfinite(out["io_psi"]) else math.nan
-        if st.unreadable or p.unreadable:  # a counter not read is unknown, not 0: nobody "rose" by it
-            for k in ("io_bytes", "io_wbytes", "io_ios", "io_wait_ms"):
-                out[k] = math.nan
+        # a counter not read is unknown, not 0: nobody "rose" by it
+        for res, keys in UNREAD.items():
+            if any(resource_of(f) == res for f in (*st.unreadable, *p.unreadable)):
+                for k in keys:
+                    out[k] = math.nan
         if busiest is not None and rates[busiest][0] > 0:
             lim = w.cgroup.io_limits().get(busiest)
             cap = sum(x for x in (lim.rbps, lim.wbps) if x) if lim is not None else 0
@@ -376,8 +389,9 @@ class WatchCollector:
             return
         self._told.add((name, path, why))
         self.notices.append({"t": round(now - self.clock0, 3), "event": "unreadable", "victim": name,
-                             "resource": "disk", "kind": "unreadable", "culprit": "", "confidence": 0.0,
-                             "since": round(now - self.clock0, 3), "why": f"{path}: {why}: its disk use is unknown",
+                             "resource": resource_of(path), "kind": "unreadable", "culprit": "", "confidence": 0.0,
+                             "since": round(now - self.clock0, 3),
+                             "why": f"{path}: {why}: its {resource_of(path)} use is unknown",
                              "suspects": [], "culprits": [], "evidence": {}})
 
     def take_notices(self) -> list[dict]:

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from ..cgroups import CgroupHost, detect
 from ..cri.client import DEFAULT_ENDPOINTS, Cri, CriError, connect
-from ..guard.targets import Resolved, TargetError, check_selector, pod_cgroups, resolve
+from ..guard.targets import Resolved, TargetError, check_selector, pods_token, resolve
 from ..hooks import Hooks
 from .collector import WatchCollector
 from .detector import Detector, Verdict
@@ -97,7 +97,7 @@ class Watcher:
         self._closed = False
         self.cri: Cri | None = None
         self.pods = any(s.startswith("k8s:") for s in cfg.targets)
-        self._pod_ids: set[str] = set()  # the pod containers' cgroups (by id) at the last scan
+        self._pods_token: tuple | None = None  # the pods' cgroups as last seen (targets.pods_token)
         self._settling = 0  # scans still due after the pods changed (a container's cgroup comes before it runs)
         self.cri_said = ""  # the last thing said of the CRI (said again only when it changes)
 
@@ -121,13 +121,13 @@ class Watcher:
             print(line, file=sys.stderr, flush=True)
 
     def _pods_changed(self) -> bool:
-        """With k8s: targets, whether a pod's container came or went since the last scan (its cgroup, read every
-        period: a pod is named in the period it starts, not at the next rescan), or came a moment ago."""
+        """With k8s: targets, whether a pod's container came or went since the last period (its cgroup's count,
+        read every period: a pod is named in the period it starts, not at the next rescan), or came a moment ago."""
         if not self.pods:
             return False
-        ids = set(pod_cgroups(self.host))
-        if ids != self._pod_ids:
-            self._pod_ids, self._settling = ids, 3
+        token = pods_token(self.host)
+        if token != self._pods_token:
+            self._pods_token, self._settling = token, 3
         self._settling = max(0, self._settling - 1)
         return self._settling > 0
 
