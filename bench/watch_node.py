@@ -86,7 +86,8 @@ def one_watch(endpoint: str, seconds: float) -> dict[str, float]:
     last = frames[-1]
     watched = last.count('"cpu":')  # every watched container has its CPU signal
     span = t_end - t_first
-    return {"cpu_pct": 100 * (cpu1 - cpu0) / span, "kernel_pct": 100 * (bpf1 - bpf0) / 1e9 / span, "rss_mib": rss, "start_s": t_first - t0 - 1.0, "watched": watched, "bpftrace": len(pids) > 1}
+    return {"cpu_pct": 100 * (cpu1 - cpu0) / span, "kernel_pct": 100 * (bpf1 - bpf0) / 1e9 / span, "rss_mib": rss,
+            "start_s": t_first - t0 - 1.0, "watched": watched, "bpftrace": len(pids) > 1}
 
 
 def main() -> None:
