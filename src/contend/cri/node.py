@@ -21,7 +21,7 @@ from pathlib import Path
 from ..cgroups import detect
 from ..paths import HOME, STATE
 from ..runtimes.base import RuntimeFailed, check
-from ..runtimes.rootfs import DIRS, USR_LINKS, host_binds
+from ..runtimes.rootfs import add_skeleton, host_binds
 from ..tools import run_tool
 from . import api_pb2 as api
 from .client import Cri, CriError
@@ -84,14 +84,7 @@ def image_archive(pause: Path) -> bytes:
     and the usr-merge links."""
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w") as tar:
-        for d in DIRS:
-            info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-        for name, target in USR_LINKS.items():
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            tar.addfile(info)
+        add_skeleton(tar)
         info = tarfile.TarInfo("pause")
         data = pause.read_bytes()
         info.size, info.mode = len(data), 0o755

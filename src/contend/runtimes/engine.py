@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..paths import HOME
 from .base import NAME_PREFIX, STATE, Container, ContainerSpec, Runtime, RuntimeFailed, check, last_line
-from .rootfs import DIRS, USR_LINKS, host_binds
+from .rootfs import add_skeleton, host_binds
 from .security import NOFILE, pids_limit, secrets
 
 IMAGE = "contend/hostfs:1"
@@ -30,14 +30,7 @@ OWNED_IMAGES = HOME / "engine-images.json"
 def rootfs_tarball() -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for d in DIRS:
-            info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-        for name, target in USR_LINKS.items():
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            tar.addfile(info)
+        add_skeleton(tar)
     return buf.getvalue()
 
 

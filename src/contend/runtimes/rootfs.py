@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import tarfile
 from pathlib import Path
 
 from ..cgroups import Limits
@@ -16,6 +17,18 @@ from .security import DEFAULT_CAPS, MASKED_PATHS, NOFILE, READONLY_PATHS, pids_l
 RO_BINDS = ("/usr", "/etc")
 USR_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
 DIRS = ("usr", "etc", "tmp", "data", "proc", "dev", "sys", "run", "var")
+
+
+def add_skeleton(tar: tarfile.TarFile) -> None:
+    """The rootfs's mount points and usr-merge links into an image layer (an engine's image, the CRI node's)."""
+    for d in DIRS:
+        info = tarfile.TarInfo(d)
+        info.type, info.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(info)
+    for name, target in USR_LINKS.items():
+        info = tarfile.TarInfo(name)
+        info.type, info.linkname = tarfile.SYMTYPE, target
+        tar.addfile(info)
 
 
 def make_rootfs(root: Path) -> Path:
