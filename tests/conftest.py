@@ -129,12 +129,40 @@ def require(binary: str) -> None:
         pytest.skip(f"{binary} not installed on this host")
 
 
+# what `contend clean --dry-run` found before the suite began (another run's, a crashed one's): not the suite's,
+# so the tests' "nothing left behind" is measured against it; said in the header, never removed by the suite
+BEFORE: set[str] = set()
+
+
+def pytest_sessionstart(session):
+    if IS_ROOT:
+        from contend import clean
+        BEFORE.update(str(x) for x in clean.find())
+
+
+def pytest_report_header(config):
+    if BEFORE:
+        return [f"contend leftovers from before this suite (not counted as the suite's): {sorted(BEFORE)}"]
+    return None
+
+
+def find() -> list:
+    """contend clean's leftovers, less those that were there before the suite began (BEFORE)."""
+    from contend import clean
+    return [x for x in clean.find() if str(x) not in BEFORE]
+
+
+def not_before(text: str) -> str:
+    """`contend clean` output without its lines about what was there before the suite began."""
+    return "\n".join(line for line in text.splitlines()
+                     if not any(b.split(" ", 1)[-1] in line for b in BEFORE)).strip()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_left_behind():
-    """After the whole suite, `contend clean --dry-run` must find nothing."""
+    """After the whole suite, `contend clean --dry-run` must find nothing the suite made."""
     yield
     if IS_ROOT:
-        from contend.clean import find
         left = [str(x) for x in find()]
         assert not left, f"the test suite leaked: {left}"
 

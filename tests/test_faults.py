@@ -19,11 +19,20 @@ from pathlib import Path
 
 import pytest
 
-from contend.clean import find
 from contend.paths import DATA
 from contend.store import Store
 
-from .conftest import CONTEND, contend, needs_root, one_line_exit_2, planned_trials, require, runtime_or_skip, tiny_spec
+from .conftest import (
+    CONTEND,
+    contend,
+    find,
+    needs_root,
+    one_line_exit_2,
+    planned_trials,
+    require,
+    runtime_or_skip,
+    tiny_spec,
+)
 
 pytestmark = [needs_root, pytest.mark.slow]  # studies interrupted and resumed: make test-all
 PLANNED = {"runc.harmony.cpu.r1", "runc.escape.cpu.r1"}

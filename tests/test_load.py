@@ -24,7 +24,7 @@ from contend.probes import BpftraceProbes, CgroupSampler, Target
 from contend.probes.ebpf import per_tenant
 from contend.runtimes import ContainerSpec
 
-from .conftest import needs_root, require, runtime_or_skip
+from .conftest import find, needs_root, require, runtime_or_skip
 
 MiB = 1 << 20
 
@@ -345,7 +345,6 @@ def test_link_bottleneck_and_tenant_limit_hold(link):
 
 @needs_root
 def test_link_down_leaves_nothing():
-    from contend.clean import find
     lk = Link(uuid.uuid4().hex[:8], 1e9, {"abiding": None}).up()
     assert any(lk.short in str(x) for x in find())
     lk.down()

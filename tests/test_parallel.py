@@ -29,7 +29,7 @@ from contend.kinds.parallel.benchmarks import (
 from contend.kinds.parallel.metrics import Run, jain, scaling_metrics
 from contend.spec import SpecError
 
-from .conftest import needs_root, planned_trials, require
+from .conftest import find, needs_root, planned_trials, require
 
 
 # ---------------------------------------------------------------- the benchmarks, on the host, real output
@@ -310,7 +310,6 @@ def test_ctrl_c_in_a_parallel_cell_kills_the_runs_removes_every_container_and_ke
     import signal
     import time
 
-    from contend.clean import find
     spec = tmp_path / "s.yaml"
     spec.write_text("kind: parallel\nname: intr\nruntimes: [runc]\nbenchmarks: [noploop]\ncounts: [1, 3]\n"
                     "sizes: {noploop: {count: 1.5e+10}}\n")  # a few seconds per run

@@ -25,7 +25,7 @@ from contend.load.fio import iops_log, victim_argv, victim_figures
 from contend.probes.device import device_rates
 from contend.spec import SpecError
 
-from .conftest import needs_root, planned_trials, runtime_or_skip
+from .conftest import find, needs_root, planned_trials, runtime_or_skip
 
 GiB = 1 << 30
 DISKFILL = "kind: diskfill\nname: d\nruntimes: [runc]\n"
@@ -291,7 +291,6 @@ def test_diskfill_measures_the_victim_before_and_during_the_attack(fill_study):
 @pytest.mark.slow
 @pytest.mark.usefixtures("fill_study")
 def test_the_attack_files_and_containers_are_gone():
-    from contend.clean import find
     from contend.paths import DATA
     assert list(DATA.glob("contend-*")) == [] and find() == []
 
@@ -299,7 +298,6 @@ def test_the_attack_files_and_containers_are_gone():
 @needs_root
 @pytest.mark.slow
 def test_ctrl_c_during_an_attack_removes_its_files_and_containers(tmp_path):
-    from contend.clean import find
     from contend.paths import DATA
     spec = tmp_path / "s.yaml"
     spec.write_text("kind: diskfill\nname: intr\nruntimes: [runc]\nfiles: {fits-memory: 0.5, beyond-memory: null}\n"
