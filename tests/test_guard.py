@@ -139,6 +139,19 @@ def test_a_target_with_writes_queued_behind_its_cap_uses_its_cap():
     assert queued_use(3e6, 50e6, None, 0.1) == 3e6
 
 
+def test_a_carry_nothing_drains_is_no_queue_once_it_would_have_drained_at_the_cap():
+    """Pure: charges carried (1.05 MB, in the v2 guest after a direct writer's last write) while the target was
+    charged nothing, wrote nothing and held no dirty pages are stale once they would have reached the disk at
+    its cap, with QUEUE_GAP_S to spare (a v1 throttle's bursts come seconds apart); a queue draining is not."""
+    from contend.guard.collector import QUEUE_GAP_S, stale_carry
+    assert not stale_carry(1.05e6, 20e6, 1.0)  # not yet: quiet for less than the gap
+    assert stale_carry(1.05e6, 20e6, QUEUE_GAP_S + 0.1)  # 0.05 s of it at the cap, quiet for over two seconds
+    assert not stale_carry(16e6, 1e6, 8.0)  # 16 MB at the floor's 1 MB/s: bursts 8 s apart are still its queue
+    assert stale_carry(16e6, 1e6, 16 + QUEUE_GAP_S + 0.1)
+    assert stale_carry(1.05e6, None, QUEUE_GAP_S + 0.1)  # no cap: no throttle held it
+    assert not stale_carry(0.0, 20e6, 100.0)  # nothing carried: nothing to forget
+
+
 def test_a_journals_commit_in_one_short_period_is_not_an_escape():
     """Pure: in 0.1 s periods, 3 MiB written by nobody in one period (ext4's journal, in the v2 guest) is 30 MiB/s
     for that period but not 8 MiB over the last second: nobody is named; the flusher's 60 MiB in one period is

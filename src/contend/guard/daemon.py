@@ -25,7 +25,7 @@ from ..cgroups import PREFIX, CgroupHost, V2Cgroup, detect
 from ..cgroups.host import kernel_option
 from ..hooks import Hooks
 from ..runtimes import signals_deferred
-from .collector import Collector, Escape, escaping, queued_use
+from .collector import Collector, Escape, escaping, queued_use, stale_carry
 from .config import AUTO, MIN_CAP, GuardConfig, io_bytes
 from .limiter import Limiter
 from .policy import PolicyInput, TargetView, default_period_ms, make
@@ -188,6 +188,7 @@ class Guard:
         self.escapes: dict[str, tuple[str, ...]] = {d: () for d in disks}  # per disk, the targets escaping now
         self.credit: dict[str, dict[str, float]] = {d: {} for d in disks}  # per disk, charges not written yet
         self.last_write: dict[tuple[str, str], float] = {}  # (target, disk): when it last wrote there
+        self.last_held: dict[tuple[str, str], float] = {}  # (target, disk): when it last held dirty pages
         self.recent_unattributed: dict[str, deque] = {d: deque(maxlen=100) for d in disks}  # per disk, (s, bytes)
         # caps on a disk only while gate(disk) says so (contend watch --guard: while it blames a container for a
         # disk); otherwise none, and the policy goes on learning everybody's lifeline
@@ -255,6 +256,7 @@ class Guard:
                 self.usage.pop((name, d), None)
                 self.caps.pop((name, d), None)
                 self.last_write.pop((name, d), None)
+                self.last_held.pop((name, d), None)
                 self._logged_caps.pop((name, d), None)  # pods come and go for months: nothing kept for the gone
                 self._logged_weights.pop((name, d), None)
                 self.metrics.drop(name, d)
@@ -355,6 +357,11 @@ class Guard:
             delivered = esc.delivered.get(n, u[dev].wbytes_s)
             if u[dev].wbytes_s > 0 or delivered > 0:
                 self.last_write[(n, dev)] = t
+            if u[dev].dirty > 0:
+                self.last_held[(n, dev)] = t
+            quiet = t - max(self.last_write.get((n, dev), t), self.last_held.get((n, dev), -math.inf))
+            if stale_carry(esc.credit.get(n, 0.0), self.caps.get((n, dev)), quiet):
+                esc.credit.pop(n, None)  # forgotten: no queue, nor cover for a later escape
             # its pages under writeback (memory.stat knows no disk) count on the disks it wrote to lately
             wb = u[dev].writeback if t - self.last_write.get((n, dev), -math.inf) <= WRITEBACK_S else 0
             used[n] = u[dev].rbytes_s + delivered

@@ -284,6 +284,9 @@ class Detector:
             readings.append((name, res, value, base))
             if len(base) < self.warmup and not hard:
                 continue
+            if value <= floor and not hard:  # under any threshold (none is below the floor): no median needed,
+                self.above[(name, res, sig)] = False  # and most of a node's containers are here most of the time
+                continue
             med, thr = threshold(list(base), floor, self.rules[res].rel, self.k) if base else (0.0, floor)
             key = (name, res, sig)
             above, self.above[key] = self.above.get(key, False), value > thr
