@@ -5,13 +5,17 @@ makes them: contend/cri/node.py), watched as `contend watch -t k8s:` watches a n
 The pods are added in steps (20, then 110, then 250: kubelet's default limit is 110 pods a node); one of them
 runs a CPU load (stress-ng, one worker), the rest sleep. At each step `contend watch -t k8s: --cri …` runs as a
 user runs it, `--rounds` times for `--seconds` each, eBPF on, 1-s periods. Per run, from /proc: its CPU once
-started (the watch and its bpftrace, from its first recorded frame to its last), its eBPF programs' time in the
+started (the watch and its bpftrace, from its first recorded frame to its last; its loop alone: the Python
+process), its eBPF programs' time in the
 kernel (kernel.bpf_stats_enabled: run in the traced tasks' context, in no process's CPU time), its resident
 memory at the end (the watch and bpftrace), and its start (the wall time from launch to its first frame, less
 the one period that frame covers). Targets (issue 54): ≤ 1 % of one CPU at 110 pods and ≤ 2 % at 250, ≤ 100 MiB
 at 250, a start ≤ 2 s.
 
-    sudo .venv/bin/python bench/watch_node.py [--pods 20 110 250] [--rounds 3] [--seconds 20]
+    sudo .venv/bin/python bench/watch_node.py [--pods 20 110 250] [--rounds 3] [--seconds 20] [--before SRC]
+
+`--before SRC` (a `src` directory of the code before a change: `git worktree add /tmp/before REV`) runs that
+code's watch beside this one's, interleaved (before, now, before, now, ...), and prints both and their ratios.
 """
 from __future__ import annotations
 
@@ -58,14 +62,16 @@ def children(pid: int) -> list[int]:
     return out
 
 
-def one_watch(endpoint: str, seconds: float) -> dict[str, float]:
-    """One `contend watch -t k8s:` run: its cost once started, its memory, its start."""
+def one_watch(endpoint: str, seconds: float, src: str | None = None) -> dict[str, float]:
+    """One `contend watch -t k8s:` run (of the code in `src`, else this one): its cost once started, its memory,
+    its start."""
+    env = {**os.environ, "PYTHONPATH": src} if src else None
     with tempfile.TemporaryDirectory() as tmp:
         rec = Path(tmp) / "frames.jsonl"
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "contend.cli", "watch", "-t", "k8s:", "--cri", endpoint,
                                  "--json", "--metrics", "off", "--period", "1", "--record", str(rec)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         try:
             while not (rec.exists() and rec.read_text().count("\n") >= 1):
                 if proc.poll() is not None or time.monotonic() - t0 > 60:
@@ -73,10 +79,10 @@ def one_watch(endpoint: str, seconds: float) -> dict[str, float]:
                 time.sleep(0.02)
             t_first = time.monotonic()
             pids = [proc.pid, *children(proc.pid)]
-            cpu0, bpf0 = sum(cpu_s(p) for p in pids), sum(bpf_run_ns(p) for p in pids)
+            cpu0, bpf0, own0 = sum(cpu_s(p) for p in pids), sum(bpf_run_ns(p) for p in pids), cpu_s(proc.pid)
             time.sleep(seconds)
             pids = [proc.pid, *children(proc.pid)]
-            cpu1, bpf1 = sum(cpu_s(p) for p in pids), sum(bpf_run_ns(p) for p in pids)
+            cpu1, bpf1, own1 = sum(cpu_s(p) for p in pids), sum(bpf_run_ns(p) for p in pids), cpu_s(proc.pid)
             t_end = time.monotonic()
             rss = sum(rss_mib(p) for p in pids)
             frames = rec.read_text().splitlines()
@@ -86,8 +92,22 @@ def one_watch(endpoint: str, seconds: float) -> dict[str, float]:
     last = frames[-1]
     watched = last.count('"cpu":')  # every watched container has its CPU signal
     span = t_end - t_first
-    return {"cpu_pct": 100 * (cpu1 - cpu0) / span, "kernel_pct": 100 * (bpf1 - bpf0) / 1e9 / span, "rss_mib": rss,
+    return {"cpu_pct": 100 * (cpu1 - cpu0) / span, "loop_pct": 100 * (own1 - own0) / span,
+            "kernel_pct": 100 * (bpf1 - bpf0) / 1e9 / span, "rss_mib": rss,
             "start_s": t_first - t0 - 1.0, "watched": watched, "bpftrace": len(pids) > 1}
+
+
+def table(rows: list[tuple[int, list[dict]]], label: str, rounds: int, seconds: float) -> None:
+    print(f"\n{label}contend watch -t k8s: (eBPF, 1-s periods), median (min-max) of {rounds} runs of {seconds:g} s:")
+    print("| pods | watched | its CPU, % of one CPU | of which its loop | eBPF in the kernel, % | memory MiB | "
+          "start s |")
+    print("|---|---|---|---|---|---|---|")
+    for n, runs in rows:
+        def col(k: str, fmt: str = ".2f") -> str:
+            xs = [r[k] for r in runs]
+            return f"{statistics.median(xs):{fmt}} ({min(xs):{fmt}}-{max(xs):{fmt}})"
+        print(f"| {n} | {int(statistics.median(r['watched'] for r in runs))} | {col('cpu_pct')} | "
+              f"{col('loop_pct')} | {col('kernel_pct')} | {col('rss_mib', '.0f')} | {col('start_s')} |")
 
 
 def main() -> None:
@@ -95,8 +115,12 @@ def main() -> None:
     ap.add_argument("--pods", type=int, nargs="+", default=[20, 110, 250])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--before", metavar="SRC", help="the src directory of the code before a change: run beside")
     args = ap.parse_args()
-    rows = []
+    if args.before and not (Path(args.before) / "contend" / "cli.py").is_file():
+        sys.exit(f"--before {args.before}: no contend/cli.py there (give the src directory of a checkout)")
+    versions = [("before", args.before), ("now", None)] if args.before else [("now", None)]
+    rows: dict[str, list[tuple[int, list[dict]]]] = {v: [] for v, _ in versions}
     with CriNode() as node:
         made = 0
         for n in sorted(args.pods):
@@ -108,20 +132,22 @@ def main() -> None:
                          else ["/usr/bin/sleep", "3600"])
                 made += 1
             print(f"{n} pods running ({time.monotonic() - t:.0f} s to add them)", flush=True)
-            runs = []
+            runs: dict[str, list[dict]] = {v: [] for v, _ in versions}
             for r in range(args.rounds):
-                runs.append(one_watch(node.endpoint, args.seconds))
-                print(f"  round {r + 1}: " + ", ".join(f"{k} {v:.3g}" for k, v in runs[-1].items()), flush=True)
-            rows.append((n, runs))
-    print(f"\ncontend watch -t k8s: (eBPF, 1-s periods), median (min-max) of {args.rounds} runs of {args.seconds:g} s:")
-    print("| pods | watched | its CPU, % of one CPU | eBPF in the kernel, % | memory MiB | start s |")
-    print("|---|---|---|---|---|---|")
-    for n, runs in rows:
-        def col(k: str, fmt: str = ".2f") -> str:
-            xs = [r[k] for r in runs]
-            return f"{statistics.median(xs):{fmt}} ({min(xs):{fmt}}-{max(xs):{fmt}})"
-        print(f"| {n} | {int(statistics.median(r['watched'] for r in runs))} | {col('cpu_pct')} | "
-              f"{col('kernel_pct')} | {col('rss_mib', '.0f')} | {col('start_s')} |")
+                for v, src in versions:  # interleaved: the same minutes of this shared machine for each
+                    runs[v].append(one_watch(node.endpoint, args.seconds, src))
+                    print(f"  round {r + 1} {v}: " + ", ".join(f"{k} {x:.3g}" for k, x in runs[v][-1].items()),
+                          flush=True)
+            for v in runs:
+                rows[v].append((n, runs[v]))
+    for v, _ in versions:
+        table(rows[v], f"{v}: " if args.before else "", args.rounds, args.seconds)
+    if args.before:
+        print("\nnow / before (medians):")
+        for (n, b), (_, a) in zip(rows["before"], rows["now"]):
+            print(f"  {n} pods: " + ", ".join(
+                f"{k} {statistics.median(r[k] for r in a) / statistics.median(r[k] for r in b):.2f}"
+                for k in ("cpu_pct", "loop_pct", "kernel_pct", "rss_mib", "start_s")))
 
 
 if __name__ == "__main__":

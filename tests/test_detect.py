@@ -11,7 +11,7 @@ import pytest
 
 from contend.kinds.detect.metrics import Truth, cell_figures, coverage, first_use, trial_metrics, true_use
 
-from .conftest import BEFORE, contend, needs_root, one_line_exit_2
+from .conftest import BEFORE, contend, find, needs_root, one_line_exit_2
 
 
 def blame(t, victim="victim", culprit="noisy", resource="cpu", event="blame"):
@@ -180,6 +180,31 @@ def test_a_detect_study_end_to_end_names_each_antagonist_and_blames_nobody_in_a_
     assert 0 < float(rows[("cpu", "watch_cpu_pct")]["value"]) < 50
     assert "found" in p.stdout and (out / "detect-tables.md").exists() and (out / "report.html").exists()
     assert list((out / "figures").glob("detect-runc.cpu.r1.png"))
+
+
+@needs_root
+@pytest.mark.slow  # 40 containers made and removed: make test-all
+def test_bystanders_are_containers_watched_beside_the_case_and_the_antagonist_is_still_named_first(tmp_path):
+    """Issue 54's `bystanders: N`: N more real containers of the runtime, asleep or (one in ten) lightly loaded,
+    watched with the case's tenants; the CPU antagonist is still found and named first, and all go after."""
+    spec = tmp_path / "detect.yaml"
+    spec.write_text("kind: detect\nname: crowd\nruntimes: [runc]\ncases: [cpu]\nrepetitions: 1\nbystanders: 40\n"
+                    "trial: {baseline_s: 4, jitter_s: 1, attack_s: 4, tail_s: 1, period_s: 0.5}\n")
+    out = tmp_path / "out"
+    p = contend("run", str(spec), "--out", str(out), timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rows = {(r["scenario"], r["metric"]): r for r in csv.DictReader(open(out / "metrics.csv"))}
+    assert float(rows[("cpu", "first_right")]["value"]) == 1.0, rows
+    assert float(rows[("cpu", "latency_s")]["value"]) <= 2.0
+    with duckdb.connect(str(out / "contend.duckdb"), read_only=True) as db:
+        watched = {t for (t,) in db.execute("SELECT DISTINCT tenant FROM samples WHERE trial_id = 'runc.cpu.r1' "
+                                             "AND source = 'watch'").fetchall()}
+        (loaded,), = db.execute("SELECT count(DISTINCT tenant) FROM samples WHERE trial_id = 'runc.cpu.r1' AND "
+                                "source = 'watch' AND quantity = 'cpu' AND tenant LIKE 'by%' AND value > 0.01"
+                                ).fetchall()
+    assert watched == {"victim", "bystander", "noisy"} | {f"by{i:03d}" for i in range(1, 41)}, watched
+    assert loaded >= 4, "one in ten of them ran a light load"
+    assert find() == []
 
 
 @needs_root

@@ -18,7 +18,7 @@ import pytest
 from contend.cgroups import CgroupHost, Limits, detect
 from contend.cgroups.v1 import v1_hierarchies
 from contend.paths import DATA
-from contend.watch.collector import WatchCollector, host_netns
+from contend.watch.collector import DETAIL_EVERY, WatchCollector, detail_signals, host_netns, wants_detail
 from contend.watch.daemon import WatchConfig, Watcher
 from contend.watch.detector import ENDS
 from contend.watch.runq import BTF, RunqProbe
@@ -176,6 +176,67 @@ def test_two_cpu_antagonists_the_one_that_took_the_time_is_first_throughout(boxe
     waited = sum(f.get(victim.name, "rq_delay") for f in frames[4:])
     charged = sum(sum(f.taken.get(victim.name, {}).values()) for f in frames[4:])
     assert charged == pytest.approx(waited, rel=0.1), (charged, waited)
+
+
+def test_the_detail_is_read_every_period_only_while_someone_may_suffer_on_memory_disk_or_network():
+    """Pure: a calm node (its containers' memory and I/O stall under DETAIL_PSI, no slow TCP round trip, no
+    verdict on those going on) has its memory, disk and network counters read in turns; anything else, every
+    period. Unknown PSI is not calm."""
+    calm = {"a": {"mem_psi": 0.0, "io_psi": 0.004, "net_rtt_ms": math.nan}, "b": {"mem_psi": 0.0, "io_psi": 0.0}}
+    assert not wants_detail(calm, hot=False)
+    assert wants_detail(calm, hot=True)
+    assert wants_detail({**calm, "c": {"mem_psi": 0.03, "io_psi": 0.0}}, hot=False)
+    assert wants_detail({**calm, "c": {"mem_psi": 0.0, "io_psi": 0.5}}, hot=False)
+    assert wants_detail({**calm, "c": {"mem_psi": 0.0, "io_psi": 0.0, "net_rtt_ms": 20.0}}, hot=False)
+    assert wants_detail({**calm, "c": {"mem_psi": math.nan, "io_psi": 0.0}}, hot=False)
+
+
+def test_detail_signals_are_rates_over_the_readings_interval_and_unknown_where_unread():
+    """Pure: counters read 2.5 s apart (a calm container's turn comes every DETAIL_EVERY periods) give per-second
+    rates over those 2.5 s; an unreadable memory file makes its memory signals nan, not 0."""
+    from contend.cgroups.base import IoCounters, Stats
+    before = Stats(memory_majfaults=100, memory_events={"oom_kill": 1},
+                   io={"8:0": IoCounters(rbytes=0, wbytes=1000, rios=0, wios=1)})
+    now = Stats(memory_current=5 << 20, memory_majfaults=350, memory_events={"oom_kill": 1},
+                io={"8:0": IoCounters(rbytes=0, wbytes=26_000, rios=0, wios=11)})
+    out, busiest, moved = detail_signals(now, before, 2.5)
+    assert out["majfault"] == 100 and out["oom_kill"] == 0 and out["mem"] == 5 << 20
+    assert out["io_wbytes"] == 10_000 and out["io_ios"] == 4 and busiest == "8:0" and moved == 10_000
+    now.unreadable["/sys/fs/cgroup/memory/x/memory.stat"] = "No such file or directory"
+    out, _, _ = detail_signals(now, before, 2.5)
+    assert math.isnan(out["majfault"]) and math.isnan(out["mem"]) and out["io_wbytes"] == 10_000
+
+
+@needs_root
+def test_a_calm_node_reads_memory_and_disk_in_turns_and_every_period_once_someone_waits_on_io(boxes):
+    """Six containers, five asleep: each container's memory and disk counters are read once in DETAIL_EVERY
+    periods (one or two containers a period) while nobody stalls; once one of them reads the disk at random,
+    waiting for each read, every container's are read every period, the reader's bytes among them."""
+    require("fio")
+    for i in range(5):
+        boxes(f"idle{i}").run("sleep", "60")
+    reader = boxes("reader")
+    DATA.mkdir(parents=True, exist_ok=True)
+    file = DATA / f"{boxes.run}-reader.dat"
+    at: dict[str, float] = {}
+    seen: list[tuple[float, int, int]] = []
+
+    def act(t0):
+        time.sleep(4)
+        at["io"] = t0 + 4
+        reader.run("fio", "--name=r", f"--filename={file}", "--size=64M", "--rw=randread", "--bs=4k", "--direct=1",
+                   "--time_based", "--runtime=6")
+    try:
+        _, frames = watch_while(boxes.run, act, 9, period=0.25,
+                                after_step=lambda w: seen.append((w.last.t, w.collector.detailed, len(w.targets))))
+    finally:
+        file.unlink(missing_ok=True)
+    calm = [d for t, d, n in seen if 1.5 < t < at["io"] and n == 6]
+    assert len(calm) >= 5 and max(calm) <= 2 and sum(calm[:DETAIL_EVERY]) == 6, seen
+    busy = [(f.t, d) for f, (t, d, n) in zip(frames, seen) if f.get(reader.name, "io_ios") > 100]
+    assert len(busy) >= 8 and all(d == 6 for _, d in busy[1:]), (busy, seen)
+    reads = [f.get(reader.name, "io_bytes") for f in frames if f.t > at["io"] + 2 and f.get(reader.name, "io_ios") > 0]
+    assert len(set(reads)) == len(reads), "the reader's bytes were read anew every period"
 
 
 @needs_root

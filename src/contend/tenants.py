@@ -83,7 +83,9 @@ class Tenants:
                 self.data[tenant].mkdir(parents=True, exist_ok=True)
                 self.c[tenant] = self.rt.create(ContainerSpec(
                     f"{self.uid}-{tenant}", lim, self.data[tenant],
-                    netns=self.link.ports[tenant].netns_path if self.link is not None else None,
+                    # on the link: its port's namespace (a tenant not on it: a namespace of its own, lo alone)
+                    netns=self.link.ports[tenant].netns_path if self.link is not None and tenant in self.link.ports
+                    else None,
                     caps=tuple(dict.fromkeys((*DEFAULT_CAPS, *self.caps.get(tenant, ())))), userns=self.userns))
             if self.shared is not None:
                 self.rt.host.cgroup(PREFIX).set_limits(self.shared)

@@ -141,7 +141,9 @@ class Cgroup(ABC):
         (v2 only, else ValueError). `MAJ:MIN N` lines in each, `MAJ:MIN target=N` in io.latency."""
 
     @abstractmethod
-    def stats(self) -> Stats: ...
+    def stats(self, detail: bool = True) -> Stats:
+        """Its counters now. detail=False: its CPU's alone (use and throttling; no memory, I/O or pressure), what
+        contend watch reads of a calm container every period (collector.DETAIL_EVERY)."""
 
     @abstractmethod
     def ceilings(self) -> tuple[float | None, int | None]:
@@ -349,6 +351,23 @@ def read_keyed(path: Path | str) -> dict[str, int]:
         if len(parts) == 2 and parts[1].lstrip("-").isdigit():
             out[parts[0]] = int(parts[1])
     return out
+
+
+def read_some_total_s(path: Path | str) -> float | None:
+    """A PSI file's `some` total, in seconds (None: unreadable): all contend watch needs of it, read without
+    parsing the rest (its first `total=`: `some` is the first line)."""
+    try:
+        text = read_text(path)
+    except OSError:
+        return None
+    i = text.find("total=")
+    if i < 0:
+        return None
+    j = text.find("\n", i)
+    try:
+        return int(text[i + 6:j if j >= 0 else len(text)]) * 1e-6
+    except ValueError:
+        return None
 
 
 def read_pressure(path: Path | str, resource: str) -> dict[str, float]:

@@ -149,12 +149,14 @@ class V1Cgroup(Cgroup):
                 found.setdefault(dev, {})[key] = int(val) or None  # 0: no throttle
         return {dev: IoLimit(dev, **vals) for dev, vals in found.items()}
 
-    def stats(self) -> Stats:
+    def stats(self, detail: bool = True) -> Stats:
         s = Stats()
         s.cpu_usage_ns = read_int(self._f("cpuacct", "cpuacct.usage"))
         cs = read_keyed(self._f("cpu", "cpu.stat"))
         s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
         s.throttled_ns = cs.get("throttled_time", 0)
+        if not detail:
+            return s
         usage = self._f("memory", "memory.usage_in_bytes")
         try:  # a container with no cgroup of its own in the memory hierarchy is unknown there, not 0
             s.memory_current = int(read_text(usage))

@@ -13,6 +13,7 @@ from .base import (
     read_keyed,
     read_pressure,
     read_procs,
+    read_some_total_s,
     read_text,
     write,
 )
@@ -95,12 +96,14 @@ class V2Cgroup(Cgroup):
             out[dev] = IoLimit(dev, **vals)
         return out
 
-    def stats(self) -> Stats:
+    def stats(self, detail: bool = True) -> Stats:
         s = Stats()
         cs = read_keyed(self._f("cpu.stat"))
         s.cpu_usage_ns = cs.get("usage_usec", 0) * 1000
         s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
         s.throttled_ns = cs.get("throttled_usec", 0) * 1000
+        if not detail:
+            return s
         s.memory_current = read_int(self._f("memory.current"))
         s.memory_peak = read_int(self._f("memory.peak"))
         s.memory_events = read_keyed(self._f("memory.events"))
@@ -123,6 +126,15 @@ class V2Cgroup(Cgroup):
         except OSError:
             mem = "max"
         return (int(quota) / int(period) if quota != "max" else None), (int(mem) if mem != "max" else None)
+
+    def some_totals(self) -> dict[str, float]:
+        """Seconds some of its tasks stalled on cpu, memory and io since it was made (PSI `some` totals; a
+        resource whose file is unreadable is left out)."""
+        out = {}
+        for res in ("cpu", "memory", "io"):
+            if (v := read_some_total_s(self._f(f"{res}.pressure"))) is not None:
+                out[res] = v
+        return out
 
     def pressure(self) -> dict[str, float]:
         """PSI of this cgroup (present in every v2 cgroup, controllers or not)."""

@@ -76,6 +76,7 @@ class Watched:
     ceilings: tuple[float | None, int | None] = (None, None)
     net_pid: int = 0  # a process in its own network namespace, found again at each rescan (0: none)
     netns: str = ""  # that namespace's inode: the eBPF TCP RTT's key
+    found_at: float = -math.inf  # when the above were found (time.monotonic)
 
 
 def host_netns() -> int:
@@ -192,6 +193,60 @@ def resource_of(path: str) -> str:
     return "memory" if name.startswith("memory.") else "disk"
 
 
+# what contend watch reads of a container every period is cheap (CPU use, throttling, PSI: 5 files on a hybrid
+# host); its memory, disk and network counters (9 files more, memory.stat's 50 lines) are read every DETAIL_EVERY
+# periods while the node is calm, each container in its turn, and every period while anyone may suffer on those
+# (wants_detail): what judging a symptom needs, the suspects' use, is then read in the same period
+DETAIL_EVERY = 5
+# a pod's unified cgroup, eBPF ids, limits and network namespace are found again this often (other containers'
+# at every rescan): with 110 pods, finding them all took 130 ms of the watch's CPU at each 5-s rescan
+POD_REFRESH_S = 30.0
+DETAIL_PSI = 0.01  # a container's memory or I/O stall share at which every container's detail is read
+DETAIL_RTT_MS = 2.0  # a container's TCP round trip at which too (the network rule's floor)
+DETAIL_KEYS = ("mem", "mem_max", "oom_kill", "majfault", "refault", "io_bytes", "io_wbytes", "io_ios", "io_limited",
+               "dirty", "net_bytes", "net_drops", "net_retrans")
+DETAIL_UNKNOWN = dict.fromkeys(DETAIL_KEYS, math.nan)  # before a container's second reading
+
+
+def wants_detail(cheap: dict[str, dict[str, float]], hot: bool) -> bool:
+    """Whether every container's memory, disk and network counters are read this period (pure): a verdict on
+    one of those is active (`hot`), or a container's memory or I/O stall or TCP round trip is up, or its PSI is
+    unknown (then nothing says the node is calm)."""
+    if hot:
+        return True
+    for c in cheap.values():
+        mem, io, rtt = c.get("mem_psi", math.nan), c.get("io_psi", math.nan), c.get("net_rtt_ms", math.nan)
+        if not (math.isfinite(mem) and math.isfinite(io)) or mem > DETAIL_PSI or io > DETAIL_PSI or rtt > DETAIL_RTT_MS:
+            return True
+    return False
+
+
+def detail_signals(st: Stats, p: Stats, dt: float) -> tuple[dict[str, float], str, float]:
+    """A container's memory and disk signals from two readings `dt` apart (pure), its busiest disk ("" for
+    none) and the bytes/s it moved there. A counter not read is unknown (nan), not 0: nobody "rose" by it."""
+    rates = {d: ((c.rbytes + c.wbytes) - (p.io[d].rbytes + p.io[d].wbytes) if d in p.io else 0,
+                 c.wbytes - p.io[d].wbytes if d in p.io else 0,
+                 (c.rios + c.wios) - (p.io[d].rios + p.io[d].wios) if d in p.io else 0) for d, c in st.io.items()}
+    busiest = max(rates, key=lambda d: rates[d][0], default="")
+    out = {
+        "mem": float(st.memory_current),
+        "mem_max": max(0, st.memory_events.get("max", 0) - p.memory_events.get("max", 0)) / dt,
+        "oom_kill": max(0, st.memory_events.get("oom_kill", 0) - p.memory_events.get("oom_kill", 0)) / dt,
+        "majfault": max(0, st.memory_majfaults - p.memory_majfaults) / dt,
+        "refault": max(0, st.memory_refaults - p.memory_refaults) / dt,
+        "io_bytes": max(0, sum(r[0] for r in rates.values())) / dt,
+        "io_wbytes": max(0, sum(r[1] for r in rates.values())) / dt,
+        "io_ios": max(0, sum(r[2] for r in rates.values())) / dt,
+        "io_limited": 0.0,
+        "dirty": float(st.memory_dirty),
+    }
+    for res, keys in UNREAD.items():
+        if any(resource_of(f) == res for f in (*st.unreadable, *p.unreadable)):
+            for k in keys:
+                out[k] = math.nan
+    return out, busiest, (rates[busiest][0] / dt if busiest else 0.0)
+
+
 class WatchCollector:
     def __init__(self, host: CgroupHost, disks: list[str] | None = None, ebpf: bool = True,
                  clock0: float | None = None, net_rtt: bool = True, period: float = 0.5):
@@ -212,7 +267,13 @@ class WatchCollector:
                 self.runq.stop()
                 self.runq = None
         try:  # interrupted from here on (Ctrl-C, SIGTERM), the probe started above goes too
-            self._prev: dict[str, tuple[float, Stats, dict[str, float], tuple[int, ...]]] = {}
+            self._prev: dict[str, tuple[float, Stats, dict[str, float]]] = {}  # the cheap reading before
+            self._dprev: dict[str, tuple[float, Stats, tuple[int, ...]]] = {}  # the detail reading before
+            self._dout: dict[str, dict[str, float]] = {}  # the detail signals last read
+            self._slot: dict[str, int] = {}  # each container's turn among DETAIL_EVERY periods
+            self._round = 0
+            self.hot = False  # a verdict on memory, disk or network is active (the watcher says, each period)
+            self.detailed = 0  # containers whose detail was read in the last period
             if host.mode in ("v1", "hybrid"):  # the disks' v1 I/O counters on (cgroups.v1.count_io), from a
                 # cgroup of its own made for that alone: the watched containers' are not contend's to write
                 own = host.cgroup(f"{PREFIX}/watch-{os.getpid()}")
@@ -239,8 +300,13 @@ class WatchCollector:
     def set_targets(self, targets: dict[str, Resolved]) -> None:
         """The containers to watch now (rescanned by the caller); their unified cgroups found again."""
         out = {}
+        now = time.monotonic()
         for name, r in targets.items():
             old = self.watched.get(name)
+            known = old is not None and old.relpath == r.relpath and old.cgid
+            if known and r.qos and now - old.found_at < POD_REFRESH_S:
+                out[name] = old  # a pod found lately: kept as found (a node's are many, and their cgroups fixed)
+                continue
             w = self._identify(old) if old is not None and old.relpath == r.relpath else \
                 self._identify(Watched(name, r.relpath, self.host.cgroup(r.relpath), None, ""))
             try:
@@ -249,9 +315,11 @@ class WatchCollector:
                 w.netns = str(ns)
             except OSError:
                 pass
+            w.found_at = now
             out[name] = w
-        for gone in set(self._prev) - set(out):
-            self._prev.pop(gone)
+        for kept in (self._prev, self._dprev, self._dout, self._slot):
+            for gone in set(kept) - set(out):
+                kept.pop(gone)
         for gone in set(self._mirrored) - set(out):
             self._mirrored.pop(gone)
         self._files.sweep()  # a container gone: its files closed
@@ -310,77 +378,85 @@ class WatchCollector:
                     pass
         k = self.runq.take() if self.runq is not None else Taken()
         by_id = {i: n for n, w in self.watched.items() for i in w.ids}
-        containers: dict[str, dict[str, float]] = {}
+        cheap: dict[str, dict[str, float]] = {}
         for name, w in self.watched.items():
             try:
                 waited = sum(k.waited.get(i, 0.0) for i in w.ids) if self.runq is not None and w.ids else None
-                sig = self._container(name, w, now, waited)
+                sig = self._cheap(name, w, now, waited)
             except OSError:
                 continue  # gone between scan and now
             if sig is not None:
                 # no ACK this period, or no eBPF: nan (a container without TCP traffic has no RTT)
                 sig["net_rtt_ms"] = k.rtt_ms.get(w.netns, math.nan) if w.net_pid else math.nan
-                containers[name] = sig
+                cheap[name] = sig
+        self._round += 1
+        every = wants_detail(cheap, self.hot)
+        self.detailed = 0
+        containers: dict[str, dict[str, float]] = {}
+        for name, w in self.watched.items():
+            slot = self._slot.setdefault(name, len(self._slot) % DETAIL_EVERY)  # each in its turn: cost spread
+            due = every or name not in self._dout or (self._round + slot) % DETAIL_EVERY == 0
+            try:
+                detail = self._detail(name, w, now, due)
+            except OSError:
+                continue
+            self.detailed += due
+            if name in cheap:
+                sig = containers[name] = {**cheap[name], **detail}
+                ios = sig["io_ios"]
+                sig["io_wait_ms"] = sig["io_psi"] * 1e3 / ios if ios >= 1 and math.isfinite(sig["io_psi"]) else math.nan
         return Frame(now - self.clock0, dt, containers, by_victim(k.preemptions, by_id, dt),
                      self._host(dt, containers), by_victim(k.took, by_id, dt))
 
-    def _container(self, name: str, w: Watched, now: float, waited: float | None) -> dict[str, float] | None:
-        st = w.cgroup.stats()
-        for path, why in st.unreadable.items():
-            self._unreadable(name, path, why, now)
-        # on v2 the container's own cgroup is its unified one: its stats read the PSI already
-        psi = psi_totals(st.pressure if self.host.mode == "v2" else w.unified.pressure()) \
-            if w.unified is not None else {}
-        net: tuple[int, ...] = ()
-        if w.net_pid:
-            try:
-                net = net_counters(w.net_pid)
-            except (OSError, ValueError):
-                w.net_pid = 0  # gone: found again at the next rescan
+    def _cheap(self, name: str, w: Watched, now: float, waited: float | None) -> dict[str, float] | None:
+        """Its signals read every period: CPU use and throttling, run-queue delay, PSI (None: its first)."""
+        st = w.cgroup.stats(detail=False)
+        psi = w.unified.some_totals() if w.unified is not None else {}
         prev = self._prev.get(name)
-        self._prev[name] = (now, st, psi, net)
+        self._prev[name] = (now, st, psi)
         if prev is None:
             return None
         dt = max(now - prev[0], 1e-3)
         p = prev[1]
         quota, mem_limit = w.ceilings
-        io = {d: c for d, c in st.io.items()}
-        rates = {d: ((c.rbytes + c.wbytes) - (p.io[d].rbytes + p.io[d].wbytes) if d in p.io else 0,
-                     c.wbytes - p.io[d].wbytes if d in p.io else 0,
-                     (c.rios + c.wios) - (p.io[d].rios + p.io[d].wios) if d in p.io else 0) for d, c in io.items()}
-        busiest = max(rates, key=lambda d: rates[d][0], default=None)
         periods = st.nr_periods - p.nr_periods
         out = {
             "cpu": max(0, st.cpu_usage_ns - p.cpu_usage_ns) * 1e-9 / dt,
             "cpu_quota": quota if quota is not None else math.nan,
             "throttled": (st.nr_throttled - p.nr_throttled) / periods if periods > 0 else 0.0,
             "rq_delay": waited / dt if waited is not None else math.nan,
-            "mem": float(st.memory_current),
             "mem_limit": float(mem_limit) if mem_limit is not None else math.nan,
-            "mem_max": max(0, st.memory_events.get("max", 0) - p.memory_events.get("max", 0)) / dt,
-            "oom_kill": max(0, st.memory_events.get("oom_kill", 0) - p.memory_events.get("oom_kill", 0)) / dt,
-            "majfault": max(0, st.memory_majfaults - p.memory_majfaults) / dt,
-            "refault": max(0, st.memory_refaults - p.memory_refaults) / dt,
-            "io_bytes": max(0, sum(r[0] for r in rates.values())) / dt,
-            "io_wbytes": max(0, sum(r[1] for r in rates.values())) / dt,
-            "io_ios": max(0, sum(r[2] for r in rates.values())) / dt,
-            "io_limited": 0.0,
-            "dirty": float(st.memory_dirty),
         }
         for res, key in (("cpu", "cpu_psi"), ("memory", "mem_psi"), ("io", "io_psi")):
             out[key] = max(0.0, psi[res] - prev[2][res]) / dt if res in psi and res in prev[2] else math.nan
-        out.update(net_signals(net, prev[3], dt))
-        ios = out["io_ios"]
-        out["io_wait_ms"] = out["io_psi"] * 1e3 / ios if ios >= 1 and math.isfinite(out["io_psi"]) else math.nan
-        # a counter not read is unknown, not 0: nobody "rose" by it
-        for res, keys in UNREAD.items():
-            if any(resource_of(f) == res for f in (*st.unreadable, *p.unreadable)):
-                for k in keys:
-                    out[k] = math.nan
-        if busiest is not None and rates[busiest][0] > 0:
+        return out
+
+    def _detail(self, name: str, w: Watched, now: float, due: bool) -> dict[str, float]:
+        """Its memory, disk and network signals: read now when `due`, else those of its last reading (their
+        rates over the periods since the one before; an OOM kill counted once, where it was read)."""
+        if not due:
+            return {**self._dout.get(name, DETAIL_UNKNOWN), "oom_kill": 0.0}
+        st = w.cgroup.stats()
+        for path, why in st.unreadable.items():
+            self._unreadable(name, path, why, now)
+        net: tuple[int, ...] = ()
+        if w.net_pid:
+            try:
+                net = net_counters(w.net_pid)
+            except (OSError, ValueError):
+                w.net_pid = 0  # gone: found again at the next rescan
+        prev = self._dprev.get(name)
+        self._dprev[name] = (now, st, net)
+        if prev is None:
+            return DETAIL_UNKNOWN
+        dt = max(now - prev[0], 1e-3)
+        out, busiest, moved = detail_signals(st, prev[1], dt)
+        out.update(net_signals(net, prev[2], dt))
+        if busiest and moved > 0:  # bytes/s on its busiest disk: at 0.9 of its own throttle there, held by it
             lim = w.cgroup.io_limits().get(busiest)
             cap = sum(x for x in (lim.rbps, lim.wbps) if x) if lim is not None else 0
-            out["io_limited"] = 1.0 if cap and rates[busiest][0] / dt >= 0.9 * cap else 0.0
+            out["io_limited"] = 1.0 if cap and moved >= 0.9 * cap else 0.0
+        self._dout[name] = out
         return out
 
     def _unreadable(self, name: str, path: str, why: str, now: float) -> None:

@@ -17,7 +17,7 @@ from ..cgroups import CgroupHost, detect
 from ..cri.client import DEFAULT_ENDPOINTS, Cri, CriError, connect
 from ..guard.targets import Resolved, TargetError, check_selector, pods_token, resolve
 from ..hooks import Hooks
-from .collector import WatchCollector
+from .collector import POD_REFRESH_S, WatchCollector
 from .detector import Detector, Verdict
 from .handoff import GuardHandoff
 from .signals import Frame
@@ -97,6 +97,7 @@ class Watcher:
         self._closed = False
         self.cri: Cri | None = None
         self.pods = any(s.startswith("k8s:") for s in cfg.targets)
+        self.only_pods = all(s.startswith("k8s:") for s in cfg.targets)
         self._pods_token: tuple | None = None  # the pods' cgroups as last seen (targets.pods_token)
         self._settling = 0  # scans still due after the pods changed (a container's cgroup comes before it runs)
         self.cri_said = ""  # the last thing said of the CRI (said again only when it changes)
@@ -152,9 +153,14 @@ class Watcher:
 
     def step(self) -> list[dict]:
         now = time.monotonic()
-        if now - self._last_scan >= self.cfg.rescan_s or self._pods_changed():
+        # pods alone, named through a CRI: their coming and going is seen every period (_pods_changed), the rest
+        # seldom changes (without a CRI: asked again at every rescan)
+        every = max(self.cfg.rescan_s, POD_REFRESH_S) if self.only_pods and self.cri is not None else self.cfg.rescan_s
+        if now - self._last_scan >= every or self._pods_changed():
             self._last_scan = now
             self.scan()
+        # a verdict on memory, disk or network going on: every container's counters of those read every period
+        self.collector.hot = any(res != "cpu" for _, res in self.detector.active)
         f = self.collector.collect()
         self.last = f
         self.frames += 1

@@ -331,11 +331,20 @@ class Detector:
             elif self.quiet[key] >= self.clear_after:
                 events.append(self.active.pop(key).event(f.t, "cleared"))
                 self.quiet.pop(key, None)
-        # baselines learn from calm frames only: a victim's while it does not suffer and its own use has settled
-        # (a load starting up waits for its own CPUs and pages: its start is not its normal), the suspects' use
-        # while nobody suffers on that resource (an antagonist that runs for minutes must not become normal)
+        self._learn(f, readings, suffering)
+        return events
+
+    def _learn(self, f: Frame, readings: list[tuple[str, str, float, deque]], suffering: dict[str, set[str]]) -> None:
+        """Baselines learn from calm frames only: a victim's while it does not suffer and its own use has settled
+        (a load starting up waits for its own CPUs and pages: its start is not its normal), the suspects' use
+        while nobody suffers on that resource (an antagonist that runs for minutes must not become normal)."""
+        settled: dict[tuple[str, str], bool] = {}  # a container's memory has two symptoms: judged settled once
         for name, res, value, base in readings:
-            if name not in suffering[res] and (name, res) not in self.active and self._settled(name, res):
+            if name in suffering[res] or (name, res) in self.active:
+                continue
+            if (calm := settled.get((name, res))) is None:
+                calm = settled[name, res] = self._settled(name, res)
+            if calm:
                 base.append(value)
         for res in self.rules:
             if suffering[res] or any(k[1] == res for k in self.active):
@@ -345,7 +354,6 @@ class Detector:
                 u = self.use(f, s, res)
                 if math.isfinite(u):
                     self.use_base.setdefault((s, res), deque(maxlen=self._nbase)).append(u)
-        return events
 
     def _arrivals(self) -> None:
         """A container that came while watched (a pod scheduled here, a container started) used nothing before

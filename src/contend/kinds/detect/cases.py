@@ -86,6 +86,12 @@ class Case:
 
 
 LIGHT = stress_cpu(1, 10)
+BYSTANDER_LOAD = stress_cpu(1, 2)  # one in ten of a study's extra bystanders (spec `bystanders`); the rest sleep
+
+
+def bystanders(n: int) -> dict[str, Load | None]:
+    """A study's `n` extra bystanders by name (by001, …), each with its load from the start (None: asleep)."""
+    return {f"by{i + 1:03d}": BYSTANDER_LOAD if i % 10 == 0 else None for i in range(n)}
 VICTIM_READS = ("--direct=1", "--rw=randread", "--bs=4k", "--ioengine=psync")  # a disk victim: 4 KiB, one at a time
 BIG_WRITES = ("--direct=1", "--rw=write", "--bs=1M", "--ioengine=libaio", "--iodepth=32")
 LINK_BPS = 200e6

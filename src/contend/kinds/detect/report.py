@@ -119,7 +119,8 @@ def timeline(trial: dict, samples, events: list[dict]) -> Figure:
     b.set_ylabel(symptom)
     b.set_xlabel("s")
     a.legend(fontsize=7)
-    a.set_title(f"{trial['runtime']} · {trial['case_name']} · rep {trial['repetition']}", fontsize=9)
+    beside = f" · {p['bystanders']} bystanders more" if p.get("bystanders") else ""
+    a.set_title(f"{trial['runtime']} · {trial['case_name']} · rep {trial['repetition']}{beside}", fontsize=9)
     return fig
 
 

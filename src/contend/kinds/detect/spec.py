@@ -41,6 +41,9 @@ class DetectStudy(StudyKind):
     ebpf: bool = True  # the watcher's run-queue probe (off: CPU pressure only)
     net_rtt: bool = True  # with ebpf, its TCP round-trip probe (off: retransmissions and drops only)
     quick: DetectQuick = DetectQuick()
+    # this many more containers of the runtime beside each trial's tenants, watched too (a node's other pods:
+    # issue 54): asleep, one in ten a light CPU load (BYSTANDER_LOAD); 0: the case's tenants alone
+    bystanders: int = Field(default=0, ge=0, le=250)
 
     def quickened(self) -> "DetectStudy":
         return self.quick_with(repetitions=self.quick.repetitions, trial=self.quick.trial)

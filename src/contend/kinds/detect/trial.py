@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 
 from ... import runtimes
-from ...cgroups import Cgroup, CgroupHost, Stats, detect
+from ...cgroups import Cgroup, CgroupHost, Limits, Stats, detect
 from ...load.agent import Agent, AgentError, start_in
 from ...load.fio import layout, warm
 from ...network import SINK_IP, Link, NetworkError
@@ -26,7 +26,7 @@ from ...tools import failure
 from ...watch.collector import busy_cpu_s
 from ...watch.daemon import WatchConfig, Watcher
 from ...watch.signals import Frame
-from .cases import CASES, AgentLoad, Case, Load
+from .cases import CASES, AgentLoad, Case, Load, bystanders
 from .cell import DetectCell
 from .metrics import ANTAGONIST, STEP, USE_STEP, VICTIM, first_use
 from .spec import DetectStudy
@@ -101,7 +101,8 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
     result = TrialResult(TrialRecord(
         trial_id=trial_id(runtime, case_name, rep), runtime=runtime, repetition=rep,
         cell=DetectCell(case_name, case.resource, {"trial": tr.model_dump(), "t_change_planned": t_change,
-                                                    "ebpf": study.ebpf, "net_rtt": study.net_rtt}),
+                                                    "ebpf": study.ebpf, "net_rtt": study.net_rtt,
+                                                    "bystanders": study.bystanders}),
         facts=facts))
     rec = result.record
     link = Link(uuid.uuid4().hex[:8], case.link_bps, {name: None for name in case.tenants}) if case.link_bps else None
@@ -110,7 +111,9 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
             rec.status, rec.reason = "n/a", why
             return result
         reset_host(case.resource)
-        with Tenants(runtime, case.tenant_limits(), host, userns=study.userns, shared=case.shared, link=link) as t:
+        extra = bystanders(study.bystanders)
+        with Tenants(runtime, {**case.tenant_limits(), **{n: Limits() for n in extra}}, host, userns=study.userns,
+                     shared=case.shared, link=link) as t:
             for name, size in case.files.items():  # before the watcher: a layout is not the trial's I/O
                 t.run(name, layout(f"/data/{name}.dat", size), timeout=300, what="fio layout")
                 if case.warm:
@@ -126,7 +129,8 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
             victim = next(r for r, n in rel.items() if n == VICTIM)
             with WatcherThread(w, log) as wt:
                 ran = _loads(t, case, t_change, tr.attack_s, tr.tail_s, result,
-                             baseline=lambda: w.detector.baselined(victim, case.resource))
+                             baseline=lambda: w.detector.baselined(victim, case.resource),
+                             also={n: load for n, load in extra.items() if load is not None})
             _record(result, rel, events, wt.frames, w, ran, log)
         rec.status = "ok"
     except (RuntimeFailed, AgentError, NetworkError) as e:
@@ -250,13 +254,14 @@ class Loads:
 
 
 def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: float,
-           result: TrialResult, baseline: Callable[[], int] = lambda: 0) -> dict:
-    """The case's loads on the trial's clock; when the change really started and ended, and how many calm
-    periods the victim's baseline held as it started (a quick trial's may hold none: issue 51)."""
+           result: TrialResult, baseline: Callable[[], int] = lambda: 0, also: dict[str, Load] | None = None) -> dict:
+    """The case's loads on the trial's clock (and `also`'s, the extra bystanders', from the start); when the
+    change really started and ended, and how many calm periods the victim's baseline held as it started (a quick
+    trial's may hold none: issue 51)."""
     total = t_change + attack_s + tail_s
     loads = Loads(t)
     try:
-        for name, load in case.at_start.items():
+        for name, load in {**case.at_start, **(also or {})}.items():
             loads.start(name, name, load, total)
         _wait_until(t, t_change)
         use = UseReadings(t.c[ANTAGONIST].cgroup, case.resource, t.now, attack_s) \
