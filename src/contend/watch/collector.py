@@ -72,9 +72,9 @@ class Watched:
     cgid: str  # the unified cgroup's inode: bpftrace's `cgroup` ("" without one)
     ids: tuple[str, ...] = ()  # its inode and its descendants' (lxc runs a container's tasks in a child cgroup)
     own: V2Cgroup | None = None  # a contend container's tracking cgroup on a hybrid host, its processes mirrored
-    # its CPU quota and memory limit, read again at each rescan (not every period: they seldom change)
+    # its CPU quota and memory limit, read again every REFRESH_S (not every period: they seldom change)
     ceilings: tuple[float | None, int | None] = (None, None)
-    net_pid: int = 0  # a process in its own network namespace, found again at each rescan (0: none)
+    net_pid: int = 0  # a process in its own network namespace, found again every REFRESH_S (0: none)
     netns: str = ""  # that namespace's inode: the eBPF TCP RTT's key
     found_at: float = -math.inf  # when the above were found (time.monotonic)
 
@@ -198,9 +198,9 @@ def resource_of(path: str) -> str:
 # periods while the node is calm, each container in its turn, and every period while anyone may suffer on those
 # (wants_detail): what judging a symptom needs, the suspects' use, is then read in the same period
 DETAIL_EVERY = 5
-# a pod's unified cgroup, eBPF ids, limits and network namespace are found again this often (other containers'
-# at every rescan): with 110 pods, finding them all took 130 ms of the watch's CPU at each 5-s rescan
-POD_REFRESH_S = 30.0
+# a known container's unified cgroup, eBPF ids, limits and network namespace are found again this often, not at
+# every 5-s rescan (a new one at once): with 110 pods, finding them all took 130 ms of the watch's CPU each time
+REFRESH_S = 30.0
 DETAIL_PSI = 0.01  # a container's memory or I/O stall share at which every container's detail is read
 DETAIL_RTT_MS = 2.0  # a container's TCP round trip at which too (the network rule's floor)
 DETAIL_KEYS = ("mem", "mem_max", "oom_kill", "majfault", "refault", "io_bytes", "io_wbytes", "io_ios", "io_limited",
@@ -303,10 +303,9 @@ class WatchCollector:
         now = time.monotonic()
         for name, r in targets.items():
             old = self.watched.get(name)
-            known = old is not None and old.relpath == r.relpath and old.cgid
-            if known and r.qos and now - old.found_at < POD_REFRESH_S:
-                out[name] = old  # a pod found lately: kept as found (a node's are many, and their cgroups fixed)
-                continue
+            if old is not None and old.relpath == r.relpath and old.cgid and now - old.found_at < REFRESH_S:
+                out[name] = old  # found lately: kept as found (a contend container's new processes are mirrored
+                continue  # every period, in _collect)
             w = self._identify(old) if old is not None and old.relpath == r.relpath else \
                 self._identify(Watched(name, r.relpath, self.host.cgroup(r.relpath), None, ""))
             try:
@@ -390,7 +389,9 @@ class WatchCollector:
                 sig["net_rtt_ms"] = k.rtt_ms.get(w.netns, math.nan) if w.net_pid else math.nan
                 cheap[name] = sig
         self._round += 1
-        every = wants_detail(cheap, self.hot)
+        # without the eBPF round trip, a container's network harm shows only in its counters: read every period
+        rtt = self.runq is not None and "tcp_rtt" in self.runq.attached
+        every = wants_detail(cheap, self.hot) or (not rtt and any(w.net_pid for w in self.watched.values()))
         self.detailed = 0
         containers: dict[str, dict[str, float]] = {}
         for name, w in self.watched.items():

@@ -17,7 +17,7 @@ from ..cgroups import CgroupHost, detect
 from ..cri.client import DEFAULT_ENDPOINTS, Cri, CriError, connect
 from ..guard.targets import Resolved, TargetError, check_selector, pods_token, resolve
 from ..hooks import Hooks
-from .collector import POD_REFRESH_S, WatchCollector
+from .collector import REFRESH_S, WatchCollector
 from .detector import Detector, Verdict
 from .handoff import GuardHandoff
 from .signals import Frame
@@ -155,7 +155,7 @@ class Watcher:
         now = time.monotonic()
         # pods alone, named through a CRI: their coming and going is seen every period (_pods_changed), the rest
         # seldom changes (without a CRI: asked again at every rescan)
-        every = max(self.cfg.rescan_s, POD_REFRESH_S) if self.only_pods and self.cri is not None else self.cfg.rescan_s
+        every = max(self.cfg.rescan_s, REFRESH_S) if self.only_pods and self.cri is not None else self.cfg.rescan_s
         if now - self._last_scan >= every or self._pods_changed():
             self._last_scan = now
             self.scan()
