@@ -162,6 +162,11 @@ class Cgroup(ABC):
     def exists(self) -> bool:
         return any(d.is_dir() for d in self.dirs())
 
+    def task_count(self) -> int | None:
+        """How many tasks it and its descendants hold now, where one file says it (v1's pids.current): a cheap
+        sign that a process came or went. None: not known this way."""
+        return None
+
     def kill_all(self, timeout: float = 5.0) -> None:
         """SIGKILL every process inside, until the cgroup is empty (or timeout)."""
         deadline = time.monotonic() + timeout

@@ -1,6 +1,7 @@
 """cgroup v1 (also the v1 half of a hybrid host): one directory per controller hierarchy."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .base import (
@@ -84,6 +85,18 @@ class V1Cgroup(Cgroup):
         for mount in self.h.values():
             seen.setdefault(mount / self.relpath, None)
         return list(seen)
+
+    def exists(self) -> bool:
+        # strings, not Paths: contend watch asks this of every `cgroup:` target at each rescan
+        return any(os.path.isdir(os.path.join(mount, self.relpath)) for mount in self.h.values())
+
+    def task_count(self) -> int | None:
+        if "pids" not in self.h:
+            return None
+        try:
+            return int(read_text(self._f("pids", "pids.current")))
+        except (OSError, ValueError):
+            return None
 
     def create(self) -> None:
         for d in self.dirs():

@@ -287,6 +287,7 @@ class WatchCollector:
             self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
             self._credit: dict[str, float] = {}  # charged to the watched, not written by the disks yet (settle)
             self._mirrored: dict[str, frozenset[int]] = {}  # each own container's processes mirrored last period
+            self._tasks: dict[str, int | None] = {}  # and its task count then (Cgroup.task_count)
             self._files = KeptOpen(limit=open_files_budget())
             self._host_psi = host_psi()
             self._ticks = cpu_ticks()
@@ -316,7 +317,7 @@ class WatchCollector:
                 pass
             w.found_at = now
             out[name] = w
-        for kept in (self._prev, self._dprev, self._dout, self._slot):
+        for kept in (self._prev, self._dprev, self._dout, self._slot, self._tasks):
             for gone in set(kept) - set(out):
                 kept.pop(gone)
         for gone in set(self._mirrored) - set(out):
@@ -371,8 +372,12 @@ class WatchCollector:
         self.watched = {n: w if w.cgid else self._identify(w) for n, w in self.watched.items()}
         for name, w in self.watched.items():
             if w.own is not None:  # every period: a load exec'd since lands in the v1 cgroups only
+                n = w.cgroup.task_count()  # its processes listed again only when their count moved
+                if n is not None and n == self._tasks.get(name) and name in self._mirrored:
+                    continue
                 try:
                     self._mirrored[name] = mirror_members(w.cgroup, w.own, self._mirrored.get(name, frozenset()))
+                    self._tasks[name] = n
                 except OSError:
                     pass
         k = self.runq.take() if self.runq is not None else Taken()

@@ -15,8 +15,6 @@ import time
 from typing import TextIO
 
 from ..cgroups import CgroupHost
-from ..guard import Guard
-from ..guard.config import GuardConfig
 from .detector import Verdict
 from .signals import HOST, WRITEBACK
 
@@ -26,6 +24,7 @@ PRESSED = 0.9  # a container using this share of its cap presses against it
 class GuardHandoff:
     def __init__(self, targets: list[str], disks: dict[str, float], host: CgroupHost, release_s: float = 10.0,
                  log: TextIO | None = None, clock0: float | None = None):
+        from ..guard import Guard, GuardConfig  # here: the guard's policies (numpy, pydantic) only for --guard
         cfg = GuardConfig(targets=targets, policy="contend", metrics="off", rescan_s=5.0)
         self.guard = Guard(cfg, disks, host, log=log, clock0=clock0)
         self.guard.gate = lambda dev: self.engaged
