@@ -146,10 +146,10 @@ def pytest_report_header(config):
     return None
 
 
-def find() -> list:
-    """contend clean's leftovers, less those that were there before the suite began (BEFORE)."""
+def find(host=None) -> list:
+    """contend clean's leftovers (on `host`, else this one's), less those there before the suite began (BEFORE)."""
     from contend import clean
-    return [x for x in clean.find() if str(x) not in BEFORE]
+    return [x for x in clean.find(host) if str(x) not in BEFORE]
 
 
 def not_before(text: str) -> str:
