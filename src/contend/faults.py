@@ -1,12 +1,14 @@
 """Fault injection, for the tests that interrupt a study at chosen moments (and for anyone reproducing one).
 
 CONTEND_FAULT="POINT[@N]=SIGNAL" makes contend send SIGNAL (INT, TERM or KILL) to itself the N-th time (default
-the first) it reaches the checkpoint POINT. The points, in the order a study reaches them:
+the first) it reaches the checkpoint POINT; "POINT[@N]=raise:NAME" raises the exception NAME there instead (one
+of RAISES: what fails a trial, and RuntimeError, which no trial absorbs). Several faults are separated by ";".
+The points, in the order a study reaches them:
 
   start        the results directory and spec.yaml written
   host-facts   the host looked at (a container per runtime)
   trial        a trial about to begin
-  containers   a trial's containers up
+  containers   a trial's containers up (every kind's: Tenants)
   probes       its probes attached
   step         a step of the ramp beginning (the baseline is the first)
   teardown     its containers about to be removed
@@ -19,7 +21,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 
+from .failures import Failure
+
+RAISES: dict[str, type[BaseException]] = {
+    "Failure": Failure, "OSError": OSError, "ValueError": ValueError,
+    "SubprocessError": subprocess.SubprocessError, "RuntimeError": RuntimeError}
 POINTS = ("start", "host-facts", "trial", "containers", "probes", "step", "teardown", "store-write", "report")
 _hits: dict[str, int] = {}
 
@@ -28,10 +36,15 @@ def checkpoint(point: str) -> None:
     want = os.environ.get("CONTEND_FAULT")
     if not want:
         return
-    where, _, sig = want.partition("=")
-    name, _, nth = where.partition("@")
-    if name != point:
+    faults = [f.strip().partition("=") for f in want.split(";")]
+    if not any(where.partition("@")[0] == point for where, _, _ in faults):
         return
     _hits[point] = _hits.get(point, 0) + 1
-    if _hits[point] == int(nth or 1):
-        os.kill(os.getpid(), getattr(signal, f"SIG{sig.upper().removeprefix('SIG')}"))
+    for where, _, what in faults:
+        name, _, nth = where.partition("@")
+        if name != point or _hits[point] != int(nth or 1):
+            continue
+        if what.startswith("raise:"):
+            kind = what.removeprefix("raise:")
+            raise RAISES[kind](f"CONTEND_FAULT: {kind} raised at {point}@{nth or 1}")
+        os.kill(os.getpid(), getattr(signal, f"SIG{what.upper().removeprefix('SIG')}"))

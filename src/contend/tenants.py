@@ -6,12 +6,15 @@ import os
 import subprocess
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from . import owned, runtimes
 from .cgroups import PREFIX, CgroupHost, Limits
+from .failures import TRIAL_FAILURES, reason
 from .faults import checkpoint
 from .measured import StepWindow
 from .network import Link
@@ -32,6 +35,20 @@ class TrialResult:
     steps: list[StepWindow] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     events: list[tuple] = field(default_factory=list)  # (t, tenant, kind, detail)
+
+
+@contextmanager
+def recorded(rec: TrialRecord, stands: Callable[[], bool] = lambda: False) -> Iterator[TrialRecord]:
+    """`with recorded(rec):` the one place a trial's outcome is written. The body sets `rec.status = "ok"` when
+    it ends well; one of TRIAL_FAILURES fails the trial with its reason (the study goes on), unless `stands()`
+    says what was measured before it still stands (the trial is then "ok", the reason kept); anything else
+    ends the study. Either way the record gets its end time."""
+    try:
+        yield rec
+    except TRIAL_FAILURES as e:
+        rec.status, rec.reason = ("ok" if stands() else "failed"), reason(e)
+    finally:
+        rec.ended_at = time.time()
 
 
 def reset_host(resource: str) -> None:
@@ -89,6 +106,7 @@ class Tenants:
                     caps=tuple(dict.fromkeys((*DEFAULT_CAPS, *self.caps.get(tenant, ())))), userns=self.userns))
             if self.shared is not None:
                 self.rt.host.cgroup(PREFIX).set_limits(self.shared)
+            checkpoint("containers")
         except BaseException:
             self.__exit__()
             raise

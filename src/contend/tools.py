@@ -12,10 +12,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .failures import Failure
 from .paths import STATE
 
 
-class ToolFailed(subprocess.SubprocessError):
+class ToolFailed(Failure, subprocess.SubprocessError):
     """An external tool did not do what contend needed; str() is the one line to show."""
 
     def __init__(self, doing: str, tool: str, why: str):

@@ -27,9 +27,10 @@ from pathlib import Path
 from ..cgroups import PREFIX, CgroupHost
 from ..cgroups.base import confined
 from ..cri.client import Cri, PodContainer, container_id, qos_class
+from ..failures import Failure
 
 
-class TargetError(Exception):
+class TargetError(Failure):
     """A selector that names nothing (at start) or cannot be read: str(e) is the one line to print."""
 
 

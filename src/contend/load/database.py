@@ -14,11 +14,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..failures import Failure
 from ..paths import open_existing
 from ..runtimes import RuntimeFailed
 
 
-class DatabaseError(Exception):
+class DatabaseError(Failure):
     """A client's output without the figures it should hold."""
 
 

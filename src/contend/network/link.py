@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import owned
+from ..failures import Failure
 
 NETNS_DIR = Path("/run/netns")
 SUBNET = "10.199.0"
@@ -29,8 +30,10 @@ SINK_IP = f"{SUBNET}.1"
 FIRST_PORT = 5201
 
 
-class NetworkError(Exception):
+class NetworkError(Failure):
     """A command that builds the link failed; the message says which."""
+
+    prefix = "network: "
 
 
 def _ip(*args: str) -> None:

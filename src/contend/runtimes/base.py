@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import owned
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Limits, V2Cgroup, detect, mirror
+from ..failures import Failure
 from ..paths import STATE  # noqa: F401  (re-exported: runtimes keep their state below it)
 from ..tools import failure, last_line  # noqa: F401  (re-exported: the runtimes, the load and the kinds use them)
 from .security import DEFAULT_CAPS
@@ -59,7 +60,7 @@ def sweep() -> None:
 atexit.register(sweep)
 
 
-class RuntimeFailed(Exception):
+class RuntimeFailed(Failure):
     """A runtime refused or failed; the message says which command and why."""
 
 

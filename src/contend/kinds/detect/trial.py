@@ -15,13 +15,13 @@ from contextlib import nullcontext
 
 from ... import runtimes
 from ...cgroups import Cgroup, CgroupHost, Limits, Stats, detect
-from ...load.agent import Agent, AgentError, start_in
+from ...load.agent import Agent, start_in
 from ...load.fio import layout, warm
-from ...network import SINK_IP, Link, NetworkError
+from ...network import SINK_IP, Link
 from ...probes import Sample
 from ...runtimes import RuntimeFailed, signals_deferred
 from ...store import TrialRecord
-from ...tenants import Tenants, TrialResult, reset_host, stop
+from ...tenants import Tenants, TrialResult, recorded, reset_host, stop
 from ...tools import failure
 from ...watch.collector import busy_cpu_s
 from ...watch.daemon import WatchConfig, Watcher
@@ -106,10 +106,10 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
         facts=facts))
     rec = result.record
     link = Link(uuid.uuid4().hex[:8], case.link_bps, {name: None for name in case.tenants}) if case.link_bps else None
-    try:
-        if link is not None and (why := runtimes.get(runtime, host).no_netns):
-            rec.status, rec.reason = "n/a", why
-            return result
+    if link is not None and (why := runtimes.get(runtime, host).no_netns):
+        rec.status, rec.reason, rec.ended_at = "n/a", why, time.time()
+        return result
+    with recorded(rec):
         reset_host(case.resource)
         extra = bystanders(study.bystanders)
         with Tenants(runtime, {**case.tenant_limits(), **{n: Limits() for n in extra}}, host, userns=study.userns,
@@ -133,12 +133,6 @@ def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int,
                              also={n: load for n, load in extra.items() if load is not None})
             _record(result, rel, events, wt.frames, w, ran, log)
         rec.status = "ok"
-    except (RuntimeFailed, AgentError, NetworkError) as e:
-        rec.reason = str(e)
-    except (OSError, ValueError, subprocess.SubprocessError) as e:
-        rec.reason = f"{type(e).__name__}: {e}"
-    finally:
-        rec.ended_at = time.time()
     return result
 
 

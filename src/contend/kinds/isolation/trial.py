@@ -4,7 +4,6 @@ It measures and records; it never computes a metric (that is metrics/, reading t
 """
 from __future__ import annotations
 
-import subprocess
 import time
 import uuid
 from typing import Callable
@@ -16,14 +15,12 @@ from ...faults import checkpoint
 from ...load import CpuLoad, DiskLoad, LoadGenerator, MemoryLoad, NetworkLoad, RampController, Step, plan_steps
 from ...load.ramp import check_failures
 from ...metrics import StepWindow
-from ...network import SINK_IP, Link, NetworkError
+from ...network import SINK_IP, Link
 from ...probes import Sample
 from ...resources import RESOURCES
-from ...runtimes import RuntimeFailed
 from ...spec import size_bytes
 from ...store import TrialRecord
-from ...tenants import Tenants, TrialResult, reset_host
-from ...tools import ToolFailed
+from ...tenants import Tenants, TrialResult, recorded, reset_host
 from .cell import IsolationCell
 from .plan import TrialPlan
 from .spec import Spec
@@ -107,13 +104,12 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
     fractions = {"abiding": sc.l_a, "disruptive": sc.l_d}
     link = Link(uuid.uuid4().hex[:8], capacity["network_bps"],
                 {t: f * capacity["network_bps"] for t, f in fractions.items()}) if tp.resource == "network" else None
-    try:
+    with recorded(rec):
         reset_host(tp.resource)
         with Tenants(tp.runtime, {t: limits_for(tp.resource, f, capacity) for t, f in fractions.items()}, host,
                      period=spec.trial.bucket_ms / 1000, userns=spec.userns, link=link, cgroup=spec.probes.cgroup,
                      host_cpu=spec.probes.cgroup,
                      ebpf=RESOURCES[tp.resource].ebpf_probes if spec.probes.ebpf else ()) as t:
-            checkpoint("containers")
             t.start_sampling(restart_clock=True)
             checkpoint("probes")
             rec.facts["probes"] = t.probe_facts()
@@ -129,12 +125,4 @@ def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
             result.events += ramp.events + t.events
             check_failures(ramp)
             rec.status = "ok"
-    except (RuntimeFailed, ToolFailed) as e:
-        rec.reason = str(e)
-    except NetworkError as e:
-        rec.reason = f"network: {e}"
-    except (OSError, ValueError, subprocess.SubprocessError) as e:  # a cgroup write, a probe, a report file
-        rec.reason = f"{type(e).__name__}: {e}"
-    finally:
-        rec.ended_at = time.time()
     return result

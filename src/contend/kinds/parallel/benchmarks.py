@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ...failures import Failure
 from ...paths import HOME
 from ...tools import run_tool
 
@@ -23,7 +24,7 @@ C_TOOLS = ("linpack", "noploop", "stream")
 IN_CONTAINER = "/data/tools"  # where a container finds the built tools (its own /data)
 
 
-class BenchmarkError(Exception):
+class BenchmarkError(Failure):
     """A benchmark's output did not carry its figure (the message says what was missing)."""
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from ... import owned, runtimes
 from ...cgroups import CgroupHost, Limits
-from ...runtimes import ContainerSpec, RuntimeFailed
+from ...failures import TRIAL_FAILURES, reason
+from ...faults import checkpoint
+from ...runtimes import ContainerSpec
 from ...store import TrialRecord
 from ...tenants import TrialResult
 from ...tools import failure
@@ -103,6 +105,7 @@ class Cell:
         self.barrier = threading.Barrier(count)
         self.lock = threading.Lock()
         self.clock0 = time.monotonic()
+        self.crash: BaseException | None = None  # what no run absorbs (a bug): the study ends with it
 
     def run(self) -> TrialResult:
         workers = [threading.Thread(target=self._process, args=(p,), name=f"copts-p{p}", daemon=True)
@@ -121,6 +124,8 @@ class Cell:
             raise
         finally:
             self.record.ended_at = time.time()
+        if self.crash is not None:
+            raise self.crash
         self._conclude()
         return TrialResult(self.record, [], run_samples(self.runs, self.launches), self.events)
 
@@ -139,16 +144,22 @@ class Cell:
         return time.monotonic() - self.clock0
 
     def _process(self, p: int) -> None:
-        """CoPTS's process p: its containers one after another."""
-        for c in range(self.spec.containers_per_process):
-            if self.stop.is_set():
-                return
-            self._container(p, c)
+        """CoPTS's process p: its containers one after another. What fails a run is recorded with it; anything
+        else stops every process and is raised again by run()."""
+        try:
+            for c in range(self.spec.containers_per_process):
+                if self.stop.is_set():
+                    return
+                self._container(p, c)
+        except BaseException as e:
+            self.crash = self.crash or e
+            self.stop.set()
+            self.barrier.abort()
 
     def _container(self, p: int, c: int) -> None:
         tenant = f"p{p}c{c}"
         data = owned.data_dir(self.uid, tenant)
-        container = None
+        container, up = None, False
         try:
             try:
                 shutil.copytree(self.tools, data / "tools")
@@ -156,15 +167,17 @@ class Cell:
                 container = self.rt.create(ContainerSpec(
                     f"{self.uid}-{tenant}", Limits(cpu=self.spec.limits.cpus, memory=self.spec.limits.memory_bytes),
                     data, userns=self.spec.userns))
+                checkpoint("containers")
                 self._note_launch(tenant, t0, self._now() - t0)
-            except (RuntimeFailed, OSError) as e:
-                self._add(RunRecord(p, c, 0, self._now(), 0.0, "failed", f"container: {e}"))
+                up = True
+            except TRIAL_FAILURES as e:
+                self._add(RunRecord(p, c, 0, self._now(), 0.0, "failed", f"container: {reason(e)}"))
             if c == 0:  # the first containers of every process start their runs together
                 try:
                     self.barrier.wait(BARRIER_S)
                 except threading.BrokenBarrierError:
                     pass  # stopping, or a process could not start: the others run on
-            if container is None:
+            if not up:  # (a container made but failed after is removed all the same, below)
                 return
             for r in range(self.spec.runs_per_container):
                 if self.stop.is_set():

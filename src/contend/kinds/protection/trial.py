@@ -26,7 +26,7 @@ from ...paths import open_existing
 from ...probes import Sample
 from ...runtimes import Container, RuntimeFailed, signals_deferred
 from ...store import TrialRecord
-from ...tenants import Tenants, TrialResult, reset_host, stop
+from ...tenants import Tenants, TrialResult, recorded, reset_host, stop
 from ...tools import failure
 from .cell import ProtectionCell
 from .spec import GuardStudy, Variant, Workload
@@ -174,7 +174,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
                                              "after": after, "guard": settings}),
         capacity=capacity, facts=facts))
     rec = result.record
-    try:
+    with recorded(rec):
         reset_host("disk")
         with Tenants(study.runtime, {t: Limits() for t in TENANTS}, host, userns=study.userns) as t:
             for name in TENANTS:  # lay the files out before the clock starts
@@ -199,12 +199,6 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
                 _guard_record(result, g.guard, rel)
             _phases(result, t, w, C, starts, t_end)
         rec.status = "ok"
-    except RuntimeFailed as e:
-        rec.reason = str(e)
-    except (OSError, ValueError, subprocess.SubprocessError) as e:
-        rec.reason = f"{type(e).__name__}: {e}"
-    finally:
-        rec.ended_at = time.time()
     return result
 
 

@@ -19,11 +19,10 @@ from ...doctor.calibrate import device_of, meminfo
 from ...load.fio import iops_log, victim_argv, victim_figures, victim_prepare
 from ...metrics import StepWindow
 from ...paths import DATA, free_space, open_existing
-from ...runtimes import RuntimeFailed
 from ...spec import SpecError, size_bytes
 from ...store import TrialRecord
 from ...study import Advance, Study, facts_of_trial, lazy, unavailable
-from ...tenants import Tenants, TrialResult, reset_host, stop
+from ...tenants import Tenants, TrialResult, recorded, reset_host, stop
 from .cells import DiskFillCell
 from .spec import DiskFillStudy
 
@@ -129,8 +128,9 @@ class FillTrial:
         samples: list = []
         t = Tenants(self.rec.runtime, {name: lim for name in [*self.attackers, self.victim]}, device=device_of(DATA),
                     userns=spec.userns)
+        # measured before a failure, the baseline stands
         try:
-            with t:
+            with recorded(self.rec, stands=lambda: any(st.phase == BASELINE for st in self.steps)), t:
                 t.run(self.victim, victim_prepare(spec.victim.file), what="fio (laying out the victim's files)")
                 t.start_sampling()
                 try:
@@ -142,12 +142,7 @@ class FillTrial:
                     self.rec.status = "ok"
                 finally:  # what was measured stays, whatever ends the trial
                     samples = t.stop_sampling()
-        except (RuntimeFailed, OSError, ValueError) as e:
-            self.rec.reason = str(e)
-            if any(st.phase == BASELINE for st in self.steps):  # measured before the failure: it stands
-                self.rec.status = "ok"
         finally:
-            self.rec.ended_at = time.time()
             reset_host("disk")
         return TrialResult(self.rec, self.steps, samples + self.guest, t.events)
 

@@ -19,11 +19,10 @@ from ...doctor import ensure_capacity
 from ...doctor.calibrate import meminfo
 from ...load.database import DATABASES, ClientResult, Database, DatabaseError
 from ...metrics import StepWindow
-from ...runtimes import RuntimeFailed
 from ...spec import size_bytes
 from ...store import TrialRecord
 from ...study import Advance, Study, facts_of_trial, lazy, need_space, unavailable
-from ...tenants import Tenants, TrialResult, reset_host
+from ...tenants import Tenants, TrialResult, recorded, reset_host
 from ...tools import failure
 from .cells import OltpCell
 from .metrics import converged
@@ -144,38 +143,32 @@ class OltpTrial:
         reset_host("disk")
         t = Tenants(self.rec.runtime, {VICTIM: self.limits, DISRUPTOR: self.limits}, caps={VICTIM: self.db.caps},
                     userns=spec.userns)
-        try:
-            with t:
-                try:
-                    self.advance(0.0, f"{self.db.name} up")
-                    self.db.start(t, VICTIM)
-                    if self.rate is None:
-                        self.advance(0.1, "calibrating")
-                        top = self._window(t, "calibration", 0, 0.0, ld.calibrate_s)
-                        self.rate = spec.load.rate * sum(v["tps"] for k, v in top.types.items()
-                                                         if k not in ("read", "write", "other"))
-                        t.event(VICTIM, "rate", f"{self.db.name} unthrottled {self.rate / spec.load.rate:.1f} tps; "
-                                                f"fixed rate {self.rate:.1f} tps")
-                    self.rec.cell.params["rate_tps"] = self.rate
-                    t.start_sampling()
-                    self.advance(0.2, "base")
-                    if ld.warmup_s >= 1:  # warm at the rate first: each disturbed window follows a measured one
-                        t.run(VICTIM, self.db.client(ld.clients, self.rate, ld.warmup_s), timeout=ld.warmup_s + 120,
-                              what=f"{self.db.name} client (warm-up)")
-                    self._window(t, "base", 1, self.rate, ld.seconds)
-                    for i, name in enumerate(spec.disruptors, 2):
-                        self.advance(0.2 + 0.8 * (i - 2) / len(spec.disruptors), name)
-                        self._disturbed(t, i, name)
-                    self.db.stop(t, VICTIM)
-                    self.rec.status = "ok"
-                finally:  # what was measured stays, whatever ends the trial
-                    samples = t.stop_sampling()
-        except (RuntimeFailed, DatabaseError, OSError) as e:
-            self.rec.reason = str(e)
-            if any(st.phase == "base" for st in self.steps):  # measured before the failure: it stands
+        # measured before a failure, the base window stands
+        with recorded(self.rec, stands=lambda: any(st.phase == "base" for st in self.steps)), t:
+            try:
+                self.advance(0.0, f"{self.db.name} up")
+                self.db.start(t, VICTIM)
+                if self.rate is None:
+                    self.advance(0.1, "calibrating")
+                    top = self._window(t, "calibration", 0, 0.0, ld.calibrate_s)
+                    self.rate = spec.load.rate * sum(v["tps"] for k, v in top.types.items()
+                                                     if k not in ("read", "write", "other"))
+                    t.event(VICTIM, "rate", f"{self.db.name} unthrottled {self.rate / spec.load.rate:.1f} tps; "
+                                            f"fixed rate {self.rate:.1f} tps")
+                self.rec.cell.params["rate_tps"] = self.rate
+                t.start_sampling()
+                self.advance(0.2, "base")
+                if ld.warmup_s >= 1:  # warm at the rate first: each disturbed window follows a measured one
+                    t.run(VICTIM, self.db.client(ld.clients, self.rate, ld.warmup_s), timeout=ld.warmup_s + 120,
+                          what=f"{self.db.name} client (warm-up)")
+                self._window(t, "base", 1, self.rate, ld.seconds)
+                for i, name in enumerate(spec.disruptors, 2):
+                    self.advance(0.2 + 0.8 * (i - 2) / len(spec.disruptors), name)
+                    self._disturbed(t, i, name)
+                self.db.stop(t, VICTIM)
                 self.rec.status = "ok"
-        finally:
-            self.rec.ended_at = time.time()
+            finally:  # what was measured stays, whatever ends the trial
+                samples = t.stop_sampling()
         return TrialResult(self.rec, self.steps, samples + self.guest, t.events)
 
     def _disturbed(self, t: Tenants, index: int, name: str) -> None:
