@@ -1,7 +1,7 @@
 """One guard policy under two settings, side by side: A/B/A/B runs of an Aridac workload (issue 26).
 
 Each round runs the workload once with the study's guard settings (A) and once with `--set KEY=VALUE` on top
-(B), back to back, real containers as `contend run` does (kinds/protection/trial.py), each run into its own store.
+(B), back to back, real containers as `contend run` does (kinds/guard/trial.py), each run into its own store.
 Prints per run the victim's isol mean and p05 (host view), its p99 latency impact and the neighbour's MB/s
 during the burst, then each figure's mean under A and under B (the figures the guard table reports).
 
@@ -18,8 +18,8 @@ import numpy as np
 
 from contend.doctor import ensure_capacity
 from contend.kinds import load
-from contend.kinds.protection.report import load_run, run_metrics
-from contend.kinds.protection.trial import run_protection_trial
+from contend.kinds.guard.report import load_run, run_metrics
+from contend.kinds.guard.trial import run_guard_trial
 from contend.store import Store
 
 FIGURES = (("host", "isol_mean"), ("host", "isol_p05"), ("guest", "lat_p99_imp"), ("host", "neighbour_mb_s"))
@@ -46,7 +46,7 @@ def main() -> None:
         for rnd in range(1, a.rounds + 1):
             for mode, s in settings.items():
                 d = (a.keep or Path(tmp)) / f"{mode}{rnd}"
-                result = run_protection_trial(s, w, a.policy, rnd, capacity, {}, d / "guard.jsonl")
+                result = run_guard_trial(s, w, a.policy, rnd, capacity, {}, d / "guard.jsonl")
                 if result.record.status != "ok":
                     print(f"round {rnd} {mode}: failed: {result.record.reason}")
                     continue

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from contend.kinds import open_store
-from contend.kinds.protection.report import load_run
+from contend.kinds.guard.report import load_run
 from contend.metrics.isolation import isol_series
 
 

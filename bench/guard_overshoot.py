@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from contend.kinds import open_store
-from contend.kinds.protection.report import io_series
+from contend.kinds.guard.report import io_series
 
 
 def main() -> None:

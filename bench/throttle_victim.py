@@ -4,7 +4,7 @@ The victim (fio: 256 KiB direct writes, queue depth 4, rate 1 GB/s) runs alone, 
 (1 MiB direct writes, depth 32) in a blkio/io cgroup capped at each rate in turn (0 = no cap, which comes first),
 side by side in one run, `--rounds` times. Prints per cap the victim's throughput, mean latency and retention
 (÷ alone) and the writer's throughput and work conservation: its share of the spare capacity, what the disk gave
-both with no cap less what the victim asks (the guard evaluation's definition, kinds/protection/metrics.py). The guard
+both with no cap less what the victim asks (the guard evaluation's definition, kinds/guard/metrics.py). The guard
 issue asks for both at once: retention ≥ 95 % and work conservation ≥ 90 %; the last line says which caps gave both.
 
     sudo .venv/bin/python bench/throttle_victim.py [--seconds 8] [--caps 4000,3500,3000,2500] [--rounds 1]

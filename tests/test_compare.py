@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 
 import pytest
 
-from contend.metrics.compare import compare, regressions, tally
+import contend.metrics.compare as comparing
+from contend.kinds import KINDS, directions
+from contend.metrics.compare import regressions, tally
 from contend.store import read_metrics_csv, write_metrics_csv
 
 from .conftest import contend
 
 NAN = math.nan
+compare = partial(comparing.compare, directions=directions())  # every kind's, as contend compare judges
 
 
 def row(metric, value, lo=NAN, hi=NAN, n=3, runtime="runc", scenario="escape", resource="cpu", view="host"):
@@ -142,13 +146,15 @@ def metric_names_of_every_kind() -> set[str]:
     import numpy as np
 
     from contend.kinds.detect.metrics import Truth, cell_figures, trial_metrics
+    from contend.kinds.diskfill.metrics import DISKFILL_RULES
+    from contend.kinds.guard.metrics import guest_metrics, protection_metrics
     from contend.kinds.isolation.rows import trial_rows
+    from contend.kinds.oltp.metrics import OLTP_RULES
     from contend.kinds.parallel.benchmarks import BENCHMARKS
     from contend.kinds.parallel.metrics import Run, scaling_metrics
-    from contend.kinds.protection.metrics import guest_metrics, protection_metrics
-    from contend.kinds.victim.metrics import DISKFILL_RULES, OLTP_RULES, Window, paired
     from contend.load.fio import victim_figures
     from contend.metrics import Curve
+    from contend.metrics.victim import Window, paired
 
     x = np.linspace(0, 1, 5)
     views = [Curve(v, x, x, 0.5 - 0.2 * x, np.arange(10.0), np.full(10, 0.4)) for v in ("host", "ebpf", "guest")]
@@ -178,11 +184,22 @@ def metric_names_of_every_kind() -> set[str]:
 
 
 def test_every_metric_that_metrics_csv_can_hold_has_a_direction():
-    from contend.metrics.directions import DIRECTION, FOLLOWS_HEADLINE, direction
+    from contend.metrics.directions import FOLLOWS_HEADLINE, direction
     names = metric_names_of_every_kind()
     assert {"I_intFree", "lat_imp", "D", "normalized", "read_p99_x", "jain"} <= names  # every kind is in
-    assert sorted(m for m in names if direction(m, headline=1) is None) == []
-    assert set(DIRECTION) | set(FOLLOWS_HEADLINE) >= names
+    assert sorted(m for m in names if direction(m, directions(), headline=1) is None) == []
+    assert set(directions()) | set(FOLLOWS_HEADLINE) >= names
+
+
+def test_each_kind_names_its_own_directions_and_no_two_kinds_disagree_on_a_metric():
+    """A kind's directions live in its folder (its metrics' DIRECTIONS, in its class line); a metric two kinds
+    both write (the guard's isol_* and the isolation study's, a victim window's own figures) is judged one way."""
+    seen: dict[str, tuple[str, int]] = {}
+    for name, kind in KINDS.items():
+        assert kind.directions, name
+        assert kind.__module__.startswith(f"contend.kinds.{name}."), kind
+        for metric, way in kind.directions.items():
+            assert seen.setdefault(metric, (name, way))[1] == way, (metric, name, seen[metric])
 
 
 @pytest.mark.parametrize("metric,a,b,verdict", [

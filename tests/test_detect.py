@@ -214,14 +214,14 @@ def test_an_antagonist_whose_use_is_never_seen_fails_its_trial_with_the_reason(m
     import dataclasses
 
     from contend.kinds.detect import cases as detect_cases
-    from contend.kinds.detect.spec import DetectStudy
+    from contend.kinds.detect.spec import DetectSpec
     from contend.kinds.detect.trial import run_detect_trial
 
     from .conftest import runtime_or_skip
     runtime_or_skip("runc")
     asleep = dataclasses.replace(detect_cases.CASES["cpu"], at_change={"noisy": lambda s: ["sleep", str(math.ceil(s))]})
     monkeypatch.setitem(detect_cases.CASES, "cpu", asleep)
-    study = DetectStudy.model_validate({"kind": "detect", "name": "unseen", "runtimes": ["runc"], "cases": ["cpu"],
+    study = DetectSpec.model_validate({"kind": "detect", "name": "unseen", "runtimes": ["runc"], "cases": ["cpu"],
                                         "trial": {"baseline_s": 2, "jitter_s": 0, "attack_s": 2, "tail_s": 0,
                                                   "period_s": 0.5}})
     result = run_detect_trial(study, "runc", "cpu", 1, 2.0, {})

@@ -640,7 +640,7 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
 
 def test_the_victims_own_view_comes_from_every_io():
     """fio's per-I/O log → throughput and mean latency per 100 ms; a bucket without completions is a 0."""
-    from contend.kinds.protection.trial import io_buckets
+    from contend.kinds.guard.trial import io_buckets
     ios = np.array([[0.01, 1.0, 262144], [0.05, 3.0, 262144], [0.31, 10.0, 131072]])  # s, ms, bytes
     t, done, lat = io_buckets(ios)
     assert t == pytest.approx([0.0, 0.1, 0.2, 0.3])
@@ -685,8 +685,8 @@ def test_a_guard_study_of_a_v2_mechanism_is_refused_up_front_on_a_host_without_v
 def test_a_buffered_neighbour_writes_through_the_page_cache_and_fsyncs():
     """Pure: the neighbour's fio jobs, direct (libaio, O_DIRECT, its queue depth) or buffered (plain writes into
     the page cache, each job ending with an fsync so that its report's time covers the write-back)."""
-    from contend.kinds.protection.spec import Workload
-    from contend.kinds.protection.trial import neighbour_argv
+    from contend.kinds.guard.spec import Workload
+    from contend.kinds.guard.trial import neighbour_argv
     direct = neighbour_argv(Workload(name="w", after="steady"), 1e9)
     assert {"--direct=1", "--ioengine=libaio", "--iodepth=32"} <= set(direct) and "--end_fsync=1" not in direct
     buffered = neighbour_argv(Workload(name="w", after="steady", neighbour_io="buffered"), 1e9)
@@ -699,8 +699,8 @@ def test_a_workload_says_each_tenants_block_pattern_and_depth():
     """Pure: beyond the paper's two workloads (sequential 256 KiB at depth 4 beside 1 MiB at depth 32), a victim
     writing or reading small random blocks one at a time, and a neighbour writing random 4 KiB blocks 32 deep (an
     IOPS-bound one); every job of the neighbour's run shares its shape."""
-    from contend.kinds.protection.spec import Workload
-    from contend.kinds.protection.trial import neighbour_argv, victim_argv
+    from contend.kinds.guard.spec import Workload
+    from contend.kinds.guard.trial import neighbour_argv, victim_argv
     paper = Workload(name="w")
     assert {"--bs=256k", "--rw=write", "--iodepth=4"} <= set(victim_argv(paper, 1e8))
     assert {"--bs=1M", "--rw=write", "--iodepth=32"} <= set(neighbour_argv(paper, 1e9))
@@ -719,37 +719,37 @@ def test_a_sweep_runs_each_policy_once_per_value_of_what_it_reads():
     """Pure: the tuning sweep's variants and their paired plan (none before and after each)."""
     import yaml
 
-    from contend.kinds.protection.spec import GuardStudy
-    from contend.kinds.protection.study import ProtectionStudy
+    from contend.kinds.guard.spec import GuardSpec
+    from contend.kinds.guard.study import GuardStudy
     doc = {**yaml.safe_load(SMALL), "policies": ["none", "static", "contend", "bfq"],
            "sweep": {"p": [0.1, 0.5], "floor": [0.05]}}
-    spec = GuardStudy.model_validate(doc)
+    spec = GuardSpec.model_validate(doc)
     assert [(v.label, v.policy, v.settings) for v in spec.variants()] == [
         ("none", "none", {}), ("static@floor=0.05", "static", {"floor": 0.05}),
         ("contend@p=0.1,floor=0.05", "contend", {"p": 0.1, "floor": 0.05}),
         ("contend@p=0.5,floor=0.05", "contend", {"p": 0.5, "floor": 0.05}), ("bfq", "bfq", {})]
-    plan = ProtectionStudy.plan(type("S", (), {"spec": spec})())
+    plan = GuardStudy.plan(type("S", (), {"spec": spec})())
     assert [(p, after) for _, p, _, after in plan] == [
         ("none", ""), ("static@floor=0.05", ""), ("none", "static@floor=0.05"),
         ("contend@p=0.1,floor=0.05", ""), ("none", "contend@p=0.1,floor=0.05"),
         ("contend@p=0.5,floor=0.05", ""), ("none", "contend@p=0.5,floor=0.05"), ("bfq", ""), ("none", "bfq")]
-    assert [v.label for v in GuardStudy.model_validate(yaml.safe_load(SMALL)).variants()] == [
+    assert [v.label for v in GuardSpec.model_validate(yaml.safe_load(SMALL)).variants()] == [
         "none", "aridac", "contend", "hybrid"]  # no sweep: each policy once, by its name
     # the capacity estimate's rules: read by contend and the hybrid, not by aridac
     doc = {**yaml.safe_load(SMALL), "sweep": {"backoff": [0.7], "climb": [0.005, 0.05]}}
-    assert [v.label for v in GuardStudy.model_validate(doc).variants()] == [
+    assert [v.label for v in GuardSpec.model_validate(doc).variants()] == [
         "none", "aridac", "contend@backoff=0.7,climb=0.005", "contend@backoff=0.7,climb=0.05",
         "hybrid@backoff=0.7,climb=0.005", "hybrid@backoff=0.7,climb=0.05"]
     # the capacity the guard is told, a multiple of the calibration: read by every policy that caps by it
     doc = {**yaml.safe_load(SMALL), "policies": ["none", "static", "contend", "bfq"],
            "sweep": {"capacity": [1.5, 2], "backoff": [0.8]}}
-    spec = GuardStudy.model_validate(doc)
+    spec = GuardSpec.model_validate(doc)
     assert [(v.label, v.settings) for v in spec.variants()] == [
         ("none", {}), ("static@capacity=1.5", {"capacity": 1.5}), ("static@capacity=2", {"capacity": 2.0}),
         ("contend@capacity=1.5,backoff=0.8", {"capacity": 1.5, "backoff": 0.8}),
         ("contend@capacity=2,backoff=0.8", {"capacity": 2.0, "backoff": 0.8}), ("bfq", {})]
     doc = {**yaml.safe_load(SMALL), "policies": ["none", "iolatency"], "sweep": {"latency_ms": [0.5, 2]}}
-    assert [v.label for v in GuardStudy.model_validate(doc).variants()] == [
+    assert [v.label for v in GuardSpec.model_validate(doc).variants()] == [
         "none", "iolatency@latency_ms=0.5", "iolatency@latency_ms=2"]
 
 
@@ -758,16 +758,16 @@ def test_the_guard_is_told_the_calibration_times_the_studys_capacity():
     `capacity:` unless swept); the workloads' rates stay fractions of the calibration itself."""
     import yaml
 
-    from contend.kinds.protection.spec import GuardStudy
-    from contend.kinds.protection.trial import guard_settings
+    from contend.kinds.guard.spec import GuardSpec
+    from contend.kinds.guard.trial import guard_settings
     doc = {**yaml.safe_load(SMALL), "policies": ["none", "static", "contend"], "capacity": 1.25,
            "guard": {"floor": 0.05}, "sweep": {"capacity": [2], "p": [0.3]}}
-    spec = GuardStudy.model_validate(doc)
+    spec = GuardSpec.model_validate(doc)
     settings, told = guard_settings(spec, spec.variant("static@capacity=2"), 1e9)
     assert told == pytest.approx(2e9) and settings["floor"] == 0.05 and "capacity" not in settings
     settings, told = guard_settings(spec, spec.variant("contend@capacity=2,p=0.3"), 1e9)
     assert told == pytest.approx(2e9) and settings["p"] == 0.3
-    spec = GuardStudy.model_validate({**doc, "sweep": {}})
+    spec = GuardSpec.model_validate({**doc, "sweep": {}})
     settings, told = guard_settings(spec, spec.variant("static"), 1e9)
     assert told == pytest.approx(1.25e9) and "capacity" not in settings
 
@@ -777,16 +777,16 @@ def test_told_nothing_is_capacity_0_for_the_policies_that_learn_the_disk():
     number, skip that point of a sweep and refuse it as the study's own."""
     import yaml
 
-    from contend.kinds.protection.spec import GuardStudy
-    from contend.kinds.protection.trial import guard_settings
+    from contend.kinds.guard.spec import GuardSpec
+    from contend.kinds.guard.trial import guard_settings
     doc = {**yaml.safe_load(SMALL), "policies": ["none", "static", "contend"], "sweep": {"capacity": [0, 1]}}
-    spec = GuardStudy.model_validate(doc)
+    spec = GuardSpec.model_validate(doc)
     assert [v.label for v in spec.variants()] == [
         "none", "static@capacity=1", "contend@capacity=0", "contend@capacity=1"]
     _, told = guard_settings(spec, spec.variant("contend@capacity=0"), 1e9)
     assert told == math.inf
     with pytest.raises(ValueError, match=r"0 \(told nothing\) needs policies that learn the disk .*: static"):
-        GuardStudy.model_validate({**doc, "sweep": {}, "capacity": 0})
+        GuardSpec.model_validate({**doc, "sweep": {}, "capacity": 0})
 
 
 def test_a_guard_never_calibrated_learns_the_experiment_disk(monkeypatch, tmp_path):

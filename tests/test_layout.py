@@ -121,9 +121,9 @@ def test_no_upward_imports():
                                                  m.endswith(".metrics")}:
         assert under(g[m], "contend.spec", "contend.store", "contend.study") == set(), m
     assert under(reachable(g, "contend.store"), "contend.metrics", "contend.spec") == set()
-    # the registry is the top: only the CLI and what fans a study out reach for it
+    # the registry is the top: only the command lines, the run's preparation and what fans a study out reach for it
     assert {m for m, to in g.items() if under(to, "contend.kinds.registry") or "contend.kinds" in to} <= {
-        "contend.cli", "contend.cluster.collect", "contend.kinds"}
+        "contend.cli", "contend.cluster.collect", "contend.cluster.cli", "contend.prepare", "contend.kinds"}
     # the lower floors know no study; what every kind's report shares (report/) knows no kind
     for low in ("contend.cgroups", "contend.runtimes", "contend.probes", "contend.load", "contend.network",
                 "contend.store", "contend.spec", "contend.metrics", "contend.guard", "contend.doctor",
@@ -137,7 +137,7 @@ def test_no_upward_imports():
 def test_a_kind_lives_in_its_folder_and_imports_no_other_kind():
     g = import_graph()
     folders = {m.split(".")[2] for m in g if m.startswith("contend.kinds.") and m.count(".") >= 3}
-    assert folders == {"detect", "isolation", "parallel", "protection", "victim"}
+    assert folders == {"detect", "diskfill", "guard", "isolation", "oltp", "parallel"}
     for m in under(set(g), *(f"contend.kinds.{k}" for k in folders)):
         own = ".".join(m.split(".")[:3])
         others = under(g[m], "contend.kinds") - under(g[m], own)
@@ -153,6 +153,21 @@ def test_every_kind_is_registered_once_and_found_through_the_registry():
         assert kind.model.model_fields["kind"].annotation.__args__ == (name,)  # the spec's Literal is its name
         assert kind.cell.kind == name  # its trials' own table in the store is named by it
     assert len({k.cell for k in KINDS.values()}) == len(KINDS)
+
+
+def test_cli_py_dispatches_and_each_daemon_and_the_cluster_own_their_commands():
+    """cli.py holds the study commands; `guard`, `watch` and `cluster` are their packages' own cli.py."""
+    import typer.main
+
+    from contend.cli import app
+    cmd = typer.main.get_command(app)
+    owner = {name: c.callback.__module__ for name, c in cmd.commands.items() if c.callback is not None}
+    assert owner == {"doctor": "contend.cli", "run": "contend.cli", "report": "contend.cli",
+                     "compare": "contend.cli", "clean": "contend.cli", "guard": "contend.guard.cli",
+                     "watch": "contend.watch.cli"}
+    assert {c.callback.__module__ for c in cmd.commands["cluster"].commands.values()} == {"contend.cluster.cli"}
+    assert {c.callback.__module__ for c in cmd.commands["trial"].commands.values()} == {"contend.cli"}
+    assert len((SRC / "contend" / "cli.py").read_text().splitlines()) < 400
 
 
 def test_every_resource_is_one_record_with_its_limit_and_load():

@@ -16,8 +16,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.image import imread
 
 from contend.kinds import open_store, refresh
-from contend.kinds.isolation.analyze import analyze, trial_curves
-from contend.kinds.protection.report import (
+from contend.kinds.guard.report import (
     Run,
     alert_spans,
     disk_notes,
@@ -25,6 +24,7 @@ from contend.kinds.protection.report import (
     run_timeline_figure,
     workload_figure,
 )
+from contend.kinds.isolation.analyze import analyze, trial_curves
 from contend.metrics import Samples
 from contend.report import failures
 from contend.report.figures import heatmap_figure, isolation_figure, timeline_figure
@@ -198,7 +198,7 @@ def test_the_guard_table_fits_80_columns_in_a_pipe():
 
     from rich.console import Console
 
-    from contend.kinds.protection.report import COLUMNS, rich_tables, side_by_side
+    from contend.kinds.guard.report import COLUMNS, rich_tables, side_by_side
     rows = []
     for policy, x in (("none", 4833.4), ("static", 0.96), ("aridac", 1579.42), ("contend", 0.98)):
         rows += [{"scenario": f"workload1/{policy}", "view": v, "metric": m, "value": x, "ci_low": x - 795.57,

@@ -223,7 +223,7 @@ def test_the_psi_only_watch_runs_as_nobody_and_nobody_cannot_write_a_cgroup(tmp_
 def test_root_reads_no_link_a_container_left_in_its_data_directory(tmp_path):
     """Issue 52 L3: a tenant's /data is the container's to write: a server.log or fio log it made a link to a
     root-only file was read by root into the store and the failure message."""
-    from contend.kinds.protection.trial import read_io_log
+    from contend.kinds.guard.trial import read_io_log
     from contend.load.database import last_log_line
     secret = tmp_path / "secret"
     secret.write_text("1000,5000000,0,4096\nFATAL root-only text\n")

@@ -9,10 +9,11 @@ import math
 import duckdb
 import pytest
 
+from contend.kinds.diskfill.cell import DiskFillCell
+from contend.kinds.guard.cell import GuardCell
 from contend.kinds.isolation.cell import IsolationCell
+from contend.kinds.oltp.cell import OltpCell
 from contend.kinds.parallel.cell import ParallelCell
-from contend.kinds.protection.cell import ProtectionCell
-from contend.kinds.victim.cells import DiskFillCell, OltpCell
 from contend.metrics import StepWindow
 from contend.store import CSV_COLUMNS, DB, Store, TrialRecord, write_metrics_csv
 
@@ -94,7 +95,7 @@ def test_merge_takes_every_trial_with_its_data_and_replaces_same_ids(tmp_path):
 
 # ---------------------------------------------------------------- each kind's cell, typed, in a table of its own
 CELLS = [IsolationCell("escape", "disk", {"l_d": 0.25}), ParallelCell("stream", 4, {"runs_per_container": 2}),
-         ProtectionCell("workload2", "aridac", {"victim": 0.2}), DiskFillCell({"attackers": 3}),
+         GuardCell("workload2", "aridac", {"victim": 0.2}), DiskFillCell({"attackers": 3}),
          OltpCell("postgresql", {"share": 0.5})]
 LABELS = [("escape", "disk"), ("parallel-4", "stream"), ("workload2/aridac", "disk"), ("diskfill", "disk"),
           ("oltp", "postgresql")]
@@ -142,7 +143,7 @@ OLD_ROWS = {  # kind: (scenario, resource, scenario_params) as each kind stored 
     "parallel": (("parallel-4", "stream", {"count": 4, "runs_per_container": 2}),
                  ParallelCell("stream", 4, {"runs_per_container": 2})),
     "guard": (("workload2/aridac", "disk", {"victim": 0.2, "policy": "aridac"}),
-              ProtectionCell("workload2", "aridac", {"victim": 0.2, "policy": "aridac"})),
+              GuardCell("workload2", "aridac", {"victim": 0.2, "policy": "aridac"})),
     "oltp": (("oltp", "mariadb", {"share": 0.5}), OltpCell("mariadb", {"share": 0.5})),
     "diskfill": (("diskfill", "disk", {"attackers": 3}), DiskFillCell({"attackers": 3})),
     "isolation": (("steal", "memory", {"l_d": 0.5}), IsolationCell("steal", "memory", {"l_d": 0.5})),

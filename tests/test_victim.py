@@ -17,11 +17,13 @@ import pytest
 
 from contend.cgroups import Limits, detect
 from contend.kinds import parse
-from contend.kinds.victim.diskfill import attack_sizes, space_problem
-from contend.kinds.victim.metrics import DISKFILL_RULES, OLTP_RULES, Window, converged, paired
-from contend.kinds.victim.oltp import bomb
+from contend.kinds.diskfill.metrics import DISKFILL_RULES
+from contend.kinds.diskfill.study import attack_sizes, space_problem
+from contend.kinds.oltp.metrics import OLTP_RULES, converged
+from contend.kinds.oltp.study import bomb
 from contend.load.database import DATABASES, DatabaseError, parse_pgbench, parse_sysbench
 from contend.load.fio import iops_log, victim_argv, victim_figures
+from contend.metrics.victim import Window, paired
 from contend.probes.device import device_rates
 from contend.spec import SpecError
 
@@ -118,8 +120,8 @@ def test_d_of_a_database_follows_pdp_eq1():
 def test_windows_reduce_a_trials_samples_to_guest_and_host_figures():
     import numpy as np
 
-    from contend.kinds.victim.metrics import measured_windows
     from contend.metrics import Samples, StepWindow
+    from contend.metrics.victim import measured_windows
     rows = [  # (t, tenant, source, quantity, value)
         (1.0, "d", "guest", "read_iops", 900.0), (0.5, "d", "guest", "read_iops_t", 1000.0),
         (1.5, "d", "guest", "read_iops_t", 40.0),  # the worst 500 ms
@@ -151,8 +153,8 @@ def test_the_repetition_rule_wants_the_interval_within_the_share_of_the_mean():
 def test_oltp_cell_settles_only_when_every_tps_converged(tmp_path):
     from rich.console import Console
 
-    from contend.kinds.victim.oltp import OltpVictim
-    study = OltpVictim(parse(OLTP), tmp_path, Console())
+    from contend.kinds.oltp.study import OltpStudy
+    study = OltpStudy(parse(OLTP), tmp_path, Console())
     study.seen = {("runc", "mariadb"): [{("base", "t"): 100.0, ("cpu-bomb", "t"): 50.0},
                                         {("base", "t"): 100.1, ("cpu-bomb", "t"): 80.0}]}
     assert not study.settled("runc", "mariadb")  # the disturbed TPS still scatters
@@ -202,7 +204,7 @@ def test_bombs():
 @pytest.mark.parametrize("runtime", ["runc", pytest.param("runsc", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("db", ["postgresql", pytest.param("mariadb", marks=pytest.mark.slow)])
 def test_database_starts_serves_and_stops_inside_a_container(runtime, db):
-    from contend.kinds.victim.spec import OltpScale
+    from contend.kinds.oltp.spec import OltpScale
     from contend.tenants import Tenants
     runtime_or_skip(runtime)
     server = DATABASES[db](OltpScale(pgbench_scale=1, sysbench_tables=1, sysbench_table_size=1000))

@@ -9,6 +9,7 @@ import importlib
 import itertools
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable
 
@@ -51,11 +52,14 @@ class Study:
     report: Callable[[Path, Store, str], Written]
 
     def __init_subclass__(cls, kind: str, model: type[StudyKind], cell: type[Cell], title: str,
-                          report: Callable[[Path, Store, str], Written], unit: str = "trials", **kw):
+                          report: Callable[[Path, Store, str], Written], directions: Mapping[str, int],
+                          unit: str = "trials", **kw):
         """A kind says what it is in its class line:
-        `class X(Study, kind=..., model=..., cell=..., title=..., report=...)`."""
+        `class X(Study, kind=..., model=..., cell=..., title=..., report=..., directions=...)` (directions: which
+        way is better for each metric its metrics.csv can hold, its metrics' DIRECTIONS)."""
         super().__init_subclass__(**kw)
         cls.kind, cls.model, cls.cell, cls.title, cls.unit = kind, model, cell, title, unit
+        cls.directions = directions
         cls.report = staticmethod(report)
 
     @staticmethod

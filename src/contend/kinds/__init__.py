@@ -4,6 +4,7 @@ its plan and trials, and its report). Adding a kind is its own package and one l
 
 The top of the stack: only the CLI and what fans a study out (contend trial, contend cluster) import this.
 """
-from .registry import KINDS, MODELS, headlines, kind_of, load, open_store, parse, refresh, study_for
+from .registry import KINDS, MODELS, directions, headlines, kind_of, load, open_store, parse, refresh, study_for
 
-__all__ = ["KINDS", "MODELS", "headlines", "kind_of", "load", "open_store", "parse", "refresh", "study_for"]
+__all__ = ["KINDS", "MODELS", "directions", "headlines", "kind_of", "load", "open_store", "parse", "refresh",
+           "study_for"]

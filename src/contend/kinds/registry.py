@@ -9,22 +9,29 @@ from ..report.page import Written, read_yaml
 from ..spec import StudyKind, load_as, parse_as
 from ..store import Store
 from ..study import Study
-from .detect.study import DetectKind
+from .detect.study import DetectStudy
+from .diskfill.study import DiskFillStudy
+from .guard.study import GuardStudy
 from .isolation.study import IsolationStudy
-from .parallel.study import ParallelSuite
-from .protection.study import ProtectionStudy
-from .victim.diskfill import DiskFill
-from .victim.oltp import OltpVictim
+from .oltp.study import OltpStudy
+from .parallel.study import ParallelStudy
 
 KINDS: dict[str, type[Study]] = {k.kind: k for k in (
     IsolationStudy,  # kind: isolation (the default), Volpert et al.
-    ParallelSuite,  # kind: parallel, CoPTS
-    ProtectionStudy,  # kind: guard, the guard judged against Aridac's workloads
-    DiskFill,  # kind: diskfill, Kim et al.
-    OltpVictim,  # kind: oltp, Xavier et al.
-    DetectKind,  # kind: detect, contend watch against injected antagonists
+    ParallelStudy,  # kind: parallel, CoPTS
+    GuardStudy,  # kind: guard, the guard judged against Aridac's workloads
+    DiskFillStudy,  # kind: diskfill, Kim et al.
+    OltpStudy,  # kind: oltp, Xavier et al.
+    DetectStudy,  # kind: detect, contend watch against injected antagonists
 )}
 MODELS = {name: k.model for name, k in KINDS.items()}
+
+
+def register(kind: type[Study]) -> None:
+    """A kind added at run time, as its line in KINDS above adds it (tests/kinds/echo, a test-only kind, proves the
+    recipe of docs/architecture.md with it)."""
+    KINDS[kind.kind] = kind
+    MODELS[kind.kind] = kind.model
 
 
 def parse(text: str, source: str = "spec") -> StudyKind:
@@ -58,6 +65,12 @@ def refresh(directory: Path, store: Store, title: str) -> Written:
     study = kind_of(directory)
     store.bind(study.cell)  # a directory an older contend wrote is converted here
     return study.report(directory, store, title)
+
+
+def directions() -> dict[str, int]:
+    """Which way is better for every metric any kind's metrics.csv can hold (contend compare): each kind's own
+    DIRECTIONS, gathered. Two kinds that name one metric agree on it (tests/test_compare.py)."""
+    return {name: d for k in KINDS.values() for name, d in k.directions.items()}
 
 
 def headlines() -> dict[str, int]:

@@ -9,6 +9,7 @@ between identical runs on this host (docs/results.md).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from .directions import DESCRIPTIVE, direction
@@ -63,10 +64,11 @@ def cell_of(row: dict) -> Cell:
     return Cell(float(row["value"]), float(row["ci_low"]), float(row["ci_high"]), int(row["n"]))
 
 
-def judge(metric: str, a: Cell, b: Cell, min_change: float, headline: int | None = None) -> tuple[bool | None, str]:
-    """(overlap, verdict) of one cell measured on both sides; its direction from directions.py (`headline`:
-    the benchmark's, for the parallel suite's ratios)."""
-    way = direction(metric, headline)
+def judge(metric: str, a: Cell, b: Cell, min_change: float, directions: Mapping[str, int],
+          headline: int | None = None) -> tuple[bool | None, str]:
+    """(overlap, verdict) of one cell measured on both sides; its direction from `directions` (every kind's:
+    the registry's), `headline` the benchmark's for the parallel suite's ratios."""
+    way = direction(metric, directions, headline)
     if not (a.measured and b.measured):
         return None, "not measured"
     overlap = (a.ci_low <= b.ci_high and b.ci_low <= a.ci_high) if a.has_ci and b.has_ci else None
@@ -82,10 +84,11 @@ def judge(metric: str, a: Cell, b: Cell, min_change: float, headline: int | None
     return overlap, "better" if gain > 0 else "worse"
 
 
-def compare(a_rows: list[dict], b_rows: list[dict], min_change: float = 0.05,
+def compare(a_rows: list[dict], b_rows: list[dict], directions: Mapping[str, int], min_change: float = 0.05,
             headlines: dict[str, int] | None = None) -> list[Comparison]:
-    """Every cell of either side (rows as in metrics.csv), in A's order then B's new ones. `headlines`:
-    resource (a parallel-suite benchmark) -> its headline figure's direction."""
+    """Every cell of either side (rows as in metrics.csv), in A's order then B's new ones. `directions`: metric ->
+    which way is better (every kind's, the registry's); `headlines`: resource (a parallel-suite benchmark) -> its
+    headline figure's direction."""
     headlines = headlines or {}
     a = {key_of(r): cell_of(r) for r in a_rows}
     b = {key_of(r): cell_of(r) for r in b_rows}
@@ -96,7 +99,7 @@ def compare(a_rows: list[dict], b_rows: list[dict], min_change: float = 0.05,
             verdict = "only in B" if ca is None else "only in A"
             out.append(Comparison(*key, ca, cb, math.nan, None, verdict))
             continue
-        overlap, verdict = judge(key[4], ca, cb, min_change, headlines.get(key[2]))
+        overlap, verdict = judge(key[4], ca, cb, min_change, directions, headlines.get(key[2]))
         out.append(Comparison(*key, ca, cb, cb.value - ca.value, overlap, verdict))
     return out
 

@@ -12,6 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .directions import DESCRIPTIVE, HIGHER, LOWER
+
+# which way is better, for each of the isolation metrics (DESIGN §3): the isolation study's, and the guard's isol_*
+DIRECTIONS = {
+    "I_plr": HIGHER, "I_intFree": HIGHER, "S_I": HIGHER, "I_intBase": HIGHER, "I_end": HIGHER, "I_base": HIGHER,
+    "isol_mean": HIGHER, "isol_p01": HIGHER, "isol_p05": HIGHER, "isol_p50": HIGHER,
+    "loss": LOWER, "escape": LOWER, "W_d_ref": DESCRIPTIVE, "W_a_ref": DESCRIPTIVE, "host_speedup": DESCRIPTIVE,
+    "ebpf_coverage": DESCRIPTIVE, "host_outside": DESCRIPTIVE,
+}
+
 NAN = float("nan")
 
 

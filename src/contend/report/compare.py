@@ -1,6 +1,7 @@
 """`contend compare A B`: two results directories' metrics.csv side by side, for people and for CI."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
@@ -29,9 +30,11 @@ def load(directory: Path) -> list[dict]:
     return read_metrics_csv(path)
 
 
-def compare_dirs(a: Path, b: Path, min_change: float, headlines: dict[str, int] | None = None) -> list[Comparison]:
-    """`headlines`: the direction of a resource's headline figure where the kind says it (the registry's)."""
-    comps = compare(load(a), load(b), min_change, headlines)
+def compare_dirs(a: Path, b: Path, min_change: float, directions: Mapping[str, int],
+                 headlines: dict[str, int] | None = None) -> list[Comparison]:
+    """`directions`: which way is better for each metric, `headlines`: the direction of a resource's headline
+    figure where the kind says it (both the registry's)."""
+    comps = compare(load(a), load(b), directions, min_change, headlines)
     if comps and all(c.verdict.startswith("only in") for c in comps):
         raise ValueError(f"{a} and {b} share no cell (runtime, scenario, resource, view, metric): not the same study")
     return comps

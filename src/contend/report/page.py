@@ -18,15 +18,24 @@ from ..paths import write_text
 from ..store import METRICS_CSV, Store, write_metrics_csv
 
 
-def write_page(directory: Path, template: str, embedded: list[dict], **context) -> Path:
-    """embedded: the figures, dicts with a "png" path each; they get their "data" (base64) here."""
+def kind_page(module_file: str) -> Path:
+    """A kind's page: report.html.j2 in its own folder (`kind_page(__file__)` from its report.py)."""
+    return Path(module_file).parent / "report.html.j2"
+
+
+def write_page(directory: Path, template: str | Path, embedded: list[dict], **context) -> Path:
+    """The page `template` (a kind's own file, or a name among report/templates/, which a kind's page includes
+    from) rendered to report.html. embedded: the figures, dicts with a "png" path each; they get their "data"
+    (base64) here."""
     for f in embedded:
         f["data"] = base64.b64encode(f["png"].read_bytes()).decode()
+    shared = jinja2.PackageLoader("contend.report", "templates")
+    own = [jinja2.FileSystemLoader(template.parent)] if isinstance(template, Path) else []
     # a host.json missing or cut short (an artifact copied by hand) leaves its facts blank, not a traceback
-    env = jinja2.Environment(loader=jinja2.PackageLoader("contend.report", "templates"), autoescape=True,
+    env = jinja2.Environment(loader=jinja2.ChoiceLoader([*own, shared]), autoescape=True,
                              undefined=jinja2.ChainableUndefined)
     spec = read_yaml(directory / "spec.yaml")
-    html = env.get_template(template).render(
+    html = env.get_template(template.name if isinstance(template, Path) else template).render(
         name=spec.get("name", directory.name), description=spec.get("description", ""),
         host=read_json(directory / "host.json"), written=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         **context)

@@ -21,6 +21,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...metrics.directions import DESCRIPTIVE, HIGHER, LOWER
+
+# which way is better (contend compare): contend watch against a known answer
+DIRECTIONS = {
+    "detected": HIGHER, "first_right": HIGHER, "precision": HIGHER, "latency_s": LOWER, "latency_p50_s": LOWER,
+    "latency_p95_s": LOWER, "false_blames": LOWER, "false_per_h": LOWER, "watch_cpu_pct": LOWER,
+    "blames": DESCRIPTIVE, "correct_blames": DESCRIPTIVE, "latency_request_s": LOWER, "request_p50_s": LOWER,
+    "request_p95_s": LOWER, "start_delay_s": DESCRIPTIVE,
+}
+
 ANTAGONIST, VICTIM = "noisy", "victim"
 WARMUP = 3  # the detector's: calm periods a baseline needs before a symptom is judged (watch.detector)
 STEP = "verdict-step"  # the event kind of the verdict standing on the victim after a watch period

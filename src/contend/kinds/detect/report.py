@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ...paths import write_text
 from ...report.figures import Figure, plt, save
-from ...report.page import Written, failures, publish, write_page
+from ...report.page import Written, failures, kind_page, publish, write_page
 from ...report.table import TextTable, markdown_tables, rich_text_tables
 from ...store import Store
 from ...watch.detector import ENDS
@@ -135,6 +135,6 @@ def refresh_detect(directory: Path, store: Store, title: str) -> Written:
     for t in store.trials("ok"):
         f = timeline(t, store.samples(t["trial_id"]), events[t["trial_id"]])
         figs.append({"title": t["trial_id"], "png": save(f, directory / "figures" / f"detect-{t['trial_id']}")})
-    out = write_page(directory, "detect.html.j2", figs, tables=tabs, timelines=figs,
+    out = write_page(directory, kind_page(__file__), figs, tables=tabs, timelines=figs,
                      events=[e for e in store.events() if e["kind"] not in (*VERDICTS, STEP)])
     return Written(rows, out, rich_text_tables(tabs, title, compact=True))

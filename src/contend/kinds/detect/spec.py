@@ -27,7 +27,7 @@ class DetectQuick(Strict):
     trial: DetectTrial = DetectTrial(baseline_s=5, jitter_s=2, attack_s=6, tail_s=2)
 
 
-class DetectStudy(StudyKind):
+class DetectSpec(StudyKind):
     """contend watch against injected antagonists with a known answer, per runtime."""
 
     kind: Literal["detect"]
@@ -45,5 +45,5 @@ class DetectStudy(StudyKind):
     # issue 54): asleep, one in ten a light CPU load (BYSTANDER_LOAD); 0: the case's tenants alone
     bystanders: int = Field(default=0, ge=0, le=250)
 
-    def quickened(self) -> "DetectStudy":
+    def quickened(self) -> "DetectSpec":
         return self.quick_with(repetitions=self.quick.repetitions, trial=self.quick.trial)

@@ -10,17 +10,18 @@ from ...tenants import TrialResult
 from ...units import size_bytes
 from .cases import CASES
 from .cell import DetectCell
-from .spec import DetectStudy
+from .metrics import DIRECTIONS
+from .spec import DetectSpec
 from .trial import run_detect_trial, trial_id
 
 SETUP_S = 6.0  # three containers up and down, files laid out
 
 
-class DetectKind(Study, kind="detect", model=DetectStudy, cell=DetectCell, title="detection",
-                 report=lazy(f"{__package__}.report", "refresh_detect")):
+class DetectStudy(Study, kind="detect", model=DetectSpec, cell=DetectCell, title="detection",
+                 report=lazy(f"{__package__}.report", "refresh_detect"), directions=DIRECTIONS):
     """A Study whose trials inject a known antagonist (or a control's change) under contend watch."""
 
-    spec: DetectStudy
+    spec: DetectSpec
 
     def plan(self) -> list[tuple[str, str, int]]:
         return [(rt, case, r) for r in range(1, self.spec.repetitions + 1) for rt in self.spec.runtimes

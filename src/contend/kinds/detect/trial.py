@@ -29,7 +29,7 @@ from ...watch.signals import Frame
 from .cases import CASES, AgentLoad, Case, Load, bystanders
 from .cell import DetectCell
 from .metrics import ANTAGONIST, STEP, USE_STEP, VICTIM, first_use
-from .spec import DetectStudy
+from .spec import DetectSpec
 
 # the signals kept as samples (source "watch"), for the report's timelines
 KEPT = ("cpu", "rq_delay", "cpu_psi", "throttled", "mem", "mem_psi", "refault", "io_bytes", "io_wait_ms", "net_bytes",
@@ -94,7 +94,7 @@ class WatcherThread:
             self.w.close()
 
 
-def run_detect_trial(study: DetectStudy, runtime: str, case_name: str, rep: int, t_change: float, facts: dict,
+def run_detect_trial(study: DetectSpec, runtime: str, case_name: str, rep: int, t_change: float, facts: dict,
                      host: CgroupHost | None = None) -> TrialResult:
     host = host or detect()
     case, tr = CASES[case_name], study.trial

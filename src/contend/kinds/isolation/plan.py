@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...spec import NOT_RUN, Scenario
-from .spec import Spec
+from .spec import IsolationSpec
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class TrialPlan:
         return f"{self.runtime}.{self.scenario.name}.{self.resource}.r{self.repetition}"
 
 
-def plan(spec: Spec) -> list[TrialPlan]:
+def plan(spec: IsolationSpec) -> list[TrialPlan]:
     """Repetitions outermost, so an interrupted study still covers every cell at least once."""
     return [TrialPlan(rt, sc, res, rep)
             for rep in range(1, spec.repetitions + 1)
@@ -33,6 +33,6 @@ def plan(spec: Spec) -> list[TrialPlan]:
             for res in spec.resources]
 
 
-def trial_seconds(spec: Spec) -> float:
+def trial_seconds(spec: IsolationSpec) -> float:
     t = spec.trial
     return t.baseline_s + t.steps * t.step_s

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ...paths import write_text
 from ...report.figures import heatmap_figure, isolation_figure, save, timeline_figure
-from ...report.page import Written, failures, fewer_repetitions, write_page
+from ...report.page import Written, failures, fewer_repetitions, kind_page, write_page
 from ...report.table import HEADLINE, TABLE4, pivot, rich_views, table4, table4_markdown, views_in
 from ...store import Store
 from .analyze import analyze, settings, trial_curves
@@ -49,7 +49,8 @@ def build(directory: Path, store: Store, rows: list[dict], notes: dict[tuple, st
         png = save(isolation_figure(title, reps, cfg.threshold, cfg.alpha), figdir / ("isolation-" + "-".join(key)))
         isolation.append({"title": title, "png": png})
     return write_page(
-        directory, "report.html.j2", heatmaps + isolation + timelines, n_ok=len(trials), n_trials=len(store.trials()),
+        directory, kind_page(__file__), heatmaps + isolation + timelines, n_ok=len(trials),
+        n_trials=len(store.trials()),
         headline=HEADLINE, columns=("runtime", "scenario", "resource", "view", *HEADLINE, "n"),
         table=pivot(rows, notes), failed=store.trials("failed"), not_run=store.trials("n/a"),
         fewer=fewer_repetitions(store.trials()),

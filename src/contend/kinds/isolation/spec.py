@@ -20,7 +20,7 @@ from ...spec.base import (
 )
 
 
-class Spec(StudyKind):
+class IsolationSpec(StudyKind):
     kind: Literal["isolation"] = "isolation"
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
@@ -55,7 +55,7 @@ class Spec(StudyKind):
     def resolved_scenarios(self) -> list[Scenario]:
         return list(self.scenarios)
 
-    def quickened(self) -> "Spec":
+    def quickened(self) -> "IsolationSpec":
         """The --quick variant: the quick section's repetitions, trial and capacity replace the study's."""
         q = self.quick
         return self.quick_with(repetitions=q.repetitions, trial=q.trial,

@@ -6,21 +6,22 @@ from ...cgroups import detect
 from ...doctor import ensure_capacity
 from ...faults import checkpoint
 from ...load import DiskLoad
+from ...metrics.isolation import DIRECTIONS
 from ...spec import size_bytes
 from ...store import Store
 from ...study import Advance, Study, facts_of_trial, lazy, need_space, unavailable
 from .cell import IsolationCell
 from .plan import TrialPlan, plan, trial_seconds
-from .spec import Spec
+from .spec import IsolationSpec
 from .trial import TENANTS, TrialResult, run_trial, trial_capacity, trial_without_data
 
 SETUP_S = 5.0  # containers up and down, probes attaching, two agents started (runsc exec ~1 s each): per trial,
 # for the ETA (measured: the quick preset 16 s per 10 s trial, the Volpert quick pass 14.3 s)
 
 
-class IsolationStudy(Study, kind="isolation", model=Spec, cell=IsolationCell, title="isolation metrics",
-                     report=lazy(f"{__package__}.report", "refresh_isolation")):
-    spec: Spec
+class IsolationStudy(Study, kind="isolation", model=IsolationSpec, cell=IsolationCell, title="isolation metrics",
+                     report=lazy(f"{__package__}.report", "refresh_isolation"), directions=DIRECTIONS):
+    spec: IsolationSpec
 
     def plan(self) -> list:
         """The items this study runs, in order; pure (no host needed)."""

@@ -23,12 +23,12 @@ from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, recorded, reset_host
 from .cell import IsolationCell
 from .plan import TrialPlan
-from .spec import Spec
+from .spec import IsolationSpec
 
 TENANTS = ("abiding", "disruptive")
 
 
-def trial_capacity(calibrated: dict, spec: Spec) -> dict:
+def trial_capacity(calibrated: dict, spec: IsolationSpec) -> dict:
     """What 100 % of each resource is in this study: the host's calibration and the spec's choices. The
     disk's unit is the random-write IOPS at the spec's block size (recorded with it as disk_block), and absent
     when that size was not calibrated: never the 4K figure under another block's name."""
@@ -92,7 +92,7 @@ def trial_without_data(tp: TrialPlan, status: str, reason: str, capacity: dict, 
                                    started_at=now, ended_at=now))
 
 
-def run_trial(tp: TrialPlan, spec: Spec, capacity: dict, facts: dict,
+def run_trial(tp: TrialPlan, spec: IsolationSpec, capacity: dict, facts: dict,
               host: CgroupHost | None = None, on_step: Callable[[Step], None] | None = None) -> TrialResult:
     host = host or detect()
     rt = runtimes.get(tp.runtime, host)

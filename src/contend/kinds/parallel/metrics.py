@@ -22,7 +22,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...metrics.directions import DESCRIPTIVE, HIGHER, LOWER
 from ...metrics.stats import mean_ci
+
+# which way is better (contend compare): the benchmarks' figures, and what says how even a share was; the ratios
+# (normalized, loss_pct) follow their benchmark's headline figure (metrics/directions.FOLLOWS_HEADLINE)
+DIRECTIONS = {
+    "mflops": HIGHER, "ghz": HIGHER, "copy_mb_s": HIGHER, "scale_mb_s": HIGHER, "add_mb_s": HIGHER,
+    "triad_mb_s": HIGHER, "events_s": HIGHER, "mib_s": HIGHER, "iops": HIGHER, "lat_mean_us": LOWER,
+    "seconds": LOWER,
+    "jain": HIGHER, "cpu": DESCRIPTIVE, "mem_peak_mib": DESCRIPTIVE, "concurrency": DESCRIPTIVE,
+}
 
 BASE_RUNTIME = "runc"
 

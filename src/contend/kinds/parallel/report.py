@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...paths import open_new, write_text
 from ...report.figures import Figure, plt, save
-from ...report.page import Written, publish, read_yaml, write_page
+from ...report.page import Written, kind_page, publish, read_yaml, write_page
 from ...report.table import TextTable, markdown_tables, mean_text, rich_text_tables
 from ...store import Store
 from .benchmarks import BENCHMARKS
@@ -89,7 +89,7 @@ def refresh_scaling(directory: Path, store: Store, title: str):
     figures = [{"title": f"{b}: scaling",
                 "png": save(scaling_figure(b, rows, runtimes, **fair), figdir / f"scaling-{b}")}
                for b in tables]
-    out = write_page(directory, "parallel.html.j2", figures, tables=tables, figures=figures,
+    out = write_page(directory, kind_page(__file__), figures, tables=tables, figures=figures,
                      not_ok=[t for t in trials if t["status"] != "ok" or t["reason"]],
                      events=[e for e in store.events() if e["kind"] in ("oom-kill", "run-failed")])
     return Written(rows, out, rich_text_tables(tables.values(), title))

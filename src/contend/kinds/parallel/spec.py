@@ -86,7 +86,7 @@ class ParallelQuick(Strict):
     sizes: Sizes = Sizes()
 
 
-class ParallelStudy(StudyKind):
+class ParallelSpec(StudyKind):
     """CoPTS: every benchmark isolated and in N concurrent containers per runtime; for each count N, N
     processes each launch `containers_per_process` containers one after another (CoPTS's y), each running
     the benchmark `runs_per_container` times (z)."""
@@ -107,11 +107,11 @@ class ParallelStudy(StudyKind):
 
     _counts = field_validator("counts")(classmethod(lambda cls, v: check_counts(v)))
 
-    def quickened(self) -> "ParallelStudy":
+    def quickened(self) -> "ParallelSpec":
         q = self.quick
         return self.quick_with(counts=q.counts, sizes=q.sizes,
                                containers_per_process=q.containers_per_process, runs_per_container=q.runs_per_container)
 
-    def repeated(self, n: int) -> "ParallelStudy":
+    def repeated(self, n: int) -> "ParallelSpec":
         """--repetitions N: the runs per container (CoPTS's z)."""
         return self.revised(runs_per_container=n)

@@ -10,15 +10,17 @@ from ...tenants import TrialResult
 from ...tools import ToolFailed
 from .benchmarks import BENCHMARKS, build_tools, last_level_cache_mib
 from .cell import ParallelCell
-from .spec import ParallelStudy
-from .trial import Cell, cell_id, cell_record
+from .metrics import DIRECTIONS
+from .spec import ParallelSpec
+from .trial import ParallelTrial, cell_id, cell_record
 
 SETUP_S = 1.5  # a container up and down, per container, for the ETA
 
 
-class ParallelSuite(Study, kind="parallel", model=ParallelStudy, cell=ParallelCell, title="parallel suite",
-                    report=lazy(f"{__package__}.report", "refresh_scaling"), unit="cells"):
-    spec: ParallelStudy
+class ParallelStudy(Study, kind="parallel", model=ParallelSpec, cell=ParallelCell, title="parallel suite",
+                    report=lazy(f"{__package__}.report", "refresh_scaling"), unit="cells",
+                    directions=DIRECTIONS):
+    spec: ParallelSpec
 
     @staticmethod
     def headlines() -> dict[str, int]:
@@ -63,7 +65,7 @@ class ParallelSuite(Study, kind="parallel", model=ParallelStudy, cell=ParallelCe
                 rec.status, rec.reason = "n/a" if unavailable(rt, runnable) else "failed", why_not(rt)
                 return TrialResult(rec)
             planned = n * spec.containers_per_process * spec.runs_per_container
-            return Cell(spec, rt, b, n, tools, rec, host,
+            return ParallelTrial(spec, rt, b, n, tools, rec, host,
                         lambda k: advance(k / planned, f"run {k}/{planned}")).run()
 
         # a cell's wall time: its N runs share the host's CPUs, each container at most its own limit

@@ -28,7 +28,7 @@ from ...tools import failure
 from .benchmarks import BENCHMARKS, BenchmarkError
 from .cell import ParallelCell
 from .metrics import scenario_of
-from .spec import ParallelStudy
+from .spec import ParallelSpec
 
 BARRIER_S = 600  # the longest the first containers wait for each other to be up
 
@@ -74,7 +74,7 @@ def cell_id(runtime: str, benchmark: str, count: int) -> str:
     return f"{runtime}.{benchmark}.{scenario_of(count)}"
 
 
-def cell_record(spec: ParallelStudy, runtime: str, benchmark: str, count: int, capacity: dict,
+def cell_record(spec: ParallelSpec, runtime: str, benchmark: str, count: int, capacity: dict,
                 facts: dict) -> TrialRecord:
     sizes = spec.sizes.of(benchmark)
     if sizes.get("mib_per_array") == "auto":  # STREAM's rule: each array at least 4 × the last-level cache
@@ -86,10 +86,10 @@ def cell_record(spec: ParallelStudy, runtime: str, benchmark: str, count: int, c
                        cell=ParallelCell(benchmark, count, params), capacity=capacity, facts=facts)
 
 
-class Cell:
+class ParallelTrial:
     """Runs one cell; `stop` (an Event) ends it early: running benchmarks are killed, containers removed."""
 
-    def __init__(self, spec: ParallelStudy, runtime: str, benchmark: str, count: int, tools: Path,
+    def __init__(self, spec: ParallelSpec, runtime: str, benchmark: str, count: int, tools: Path,
                  record: TrialRecord, host: CgroupHost | None = None, on_run=None):
         self.spec, self.count, self.tools = spec, count, tools
         self.rt = runtimes.get(runtime, host)

@@ -7,7 +7,7 @@ from ...store import Cell
 
 
 @dataclass
-class ProtectionCell(Cell, kind="guard"):
+class GuardCell(Cell, kind="guard"):
     workload: str
     policy: str
     params: dict  # the workload (victim, neighbour shares, …) and the guard's settings as they ran
@@ -16,6 +16,6 @@ class ProtectionCell(Cell, kind="guard"):
         return f"{self.workload}/{self.policy}", "disk"
 
     @classmethod
-    def legacy(cls, scenario: str, resource: str, params: dict) -> "ProtectionCell":
+    def legacy(cls, scenario: str, resource: str, params: dict) -> "GuardCell":
         workload, _, policy = scenario.rpartition("/")
         return cls(workload, policy, params)

@@ -1,7 +1,7 @@
-"""A victim measured undisturbed (its base) and under each attack or disruptor, paired per repetition: the
-IOPS drop and latency multiplier of the disk-fill attack (Kim et al. WISA 2025) and the degradation D of a
-database's transactions (Xavier et al. PDP 2015, Eq. 1); the windows themselves reduced from a trial's
-samples. Pure."""
+"""What the two victim kinds (diskfill, oltp) share: a victim measured undisturbed (its base) and under each
+attack or disruptor, paired per repetition by each kind's rules (kinds/diskfill/metrics.py: the IOPS drop and
+latency multiplier of the disk-fill attack; kinds/oltp/metrics.py: the degradation D of a database's
+transactions); the windows themselves reduced from a trial's samples. Pure."""
 from __future__ import annotations
 
 import math
@@ -10,9 +10,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...metrics.curves import Samples, StepWindow
-from ...metrics.isolation import degradation
-from ...metrics.stats import mean_ci
+from .curves import Samples, StepWindow
+from .directions import DESCRIPTIVE, HIGHER, LOWER
+from .isolation import degradation
+
+# which way is better for a victim window's own figures (both victim kinds' metrics.csv hold them)
+WINDOW_DIRECTIONS = {
+    "tps": HIGHER, "lat_ms": LOWER, "read_iops": HIGHER, "write_iops": HIGHER, "read_iops_min": HIGHER,
+    "write_iops_min": HIGHER, "read_lat_us": LOWER, "write_lat_us": LOWER, "read_p50_us": LOWER,
+    "write_p50_us": LOWER, "read_p99_us": LOWER, "write_p99_us": LOWER,
+    "device_util": DESCRIPTIVE, "device_queue_depth": DESCRIPTIVE, "device_wbytes_s": DESCRIPTIVE,
+    "attackers_charged_pct": DESCRIPTIVE, "victim_charged_pct": DESCRIPTIVE, "victim_cpu": DESCRIPTIVE,
+    "oom_kills": LOWER,
+}
 
 
 @dataclass
@@ -35,19 +45,6 @@ HOW = {
     "value": lambda base, disturbed: disturbed,
 }
 
-DISKFILL_RULES = {  # WISA Figs. 2-3: D's IOPS drop and latency multiplier, read and write
-    "read_iops_drop_pct": ("read_iops", "drop"), "write_iops_drop_pct": ("write_iops", "drop"),
-    # the worst 500 ms of the window against the base's mean: how deep the attack cut at its worst
-    "read_iops_worst_drop_pct": ("read_iops_min", "drop", "read_iops"),
-    "write_iops_worst_drop_pct": ("write_iops_min", "drop", "write_iops"),
-    "read_lat_x": ("read_lat_us", "x"), "write_lat_x": ("write_lat_us", "x"),
-    "read_p99_x": ("read_p99_us", "x"), "write_p99_x": ("write_p99_us", "x"),
-}
-OLTP_RULES = {  # PDP 2015 Tables II-III: D per disruptor and transaction type
-    "D": ("tps", "drop"), "tps_base": ("tps", "base"), "tps_disturbed": ("tps", "value"), "lat_x": ("lat_ms", "x"),
-}
-
-
 def paired(windows: list[Window], base: str, rules: dict[str, tuple], alone: tuple[str, ...] = ()) -> list[dict]:
     """Per repetition, each disturbed window against its base window (same runtime, resource, repetition and
     view): one row per metric of `rules` (metric: (figure, how), or (figure, how, the base's figure) when the
@@ -68,12 +65,6 @@ def paired(windows: list[Window], base: str, rules: dict[str, tuple], alone: tup
             if figure in w.figures and base_figure in b.figures:
                 out.append({**row, "metric": metric, "value": HOW[how](b.figures[base_figure], w.figures[figure])})
     return out
-
-
-def converged(values: list[float], ci_pct: float) -> bool:
-    """The repetition rule of PDP 2015: the 95 % interval within ±ci_pct % of the mean (n >= 2)."""
-    mean, lo, hi, n = mean_ci(values)
-    return n >= 2 and math.isfinite(lo) and (hi - lo) / 2 <= ci_pct / 100 * abs(mean)
 
 
 def measured_windows(s: Samples, steps: list[StepWindow], runtime: str, resource: str, repetition: int) -> list[Window]:

@@ -24,9 +24,9 @@ from ...store import TrialRecord
 from ...study import Advance, Study, facts_of_trial, lazy, need_space, unavailable
 from ...tenants import Tenants, TrialResult, recorded, reset_host
 from ...tools import failure
-from .cells import OltpCell
-from .metrics import converged
-from .spec import OltpStudy
+from .cell import OltpCell
+from .metrics import DIRECTIONS, converged
+from .spec import OltpSpec
 
 VICTIM, DISRUPTOR = "victim", "disruptor"
 SETUP_S = 12.0  # containers, server init and data load: for the ETA
@@ -56,9 +56,9 @@ PG_BYTES_PER_SCALE = 16 << 20
 SYSBENCH_BYTES_PER_ROW = 250
 
 
-class OltpVictim(Study, kind="oltp", model=OltpStudy, cell=OltpCell, title="database victim",
-                 report=lazy(f"{__package__}.report", "refresh_victim")):
-    spec: OltpStudy
+class OltpStudy(Study, kind="oltp", model=OltpSpec, cell=OltpCell, title="database victim",
+                 report=lazy(f"{__package__}.report", "refresh_oltp"), directions=DIRECTIONS):
+    spec: OltpSpec
     fans_out = False  # a cell's repetitions go on until its interval settles, at the rate its first one measured
 
     def preflight(self) -> None:
@@ -130,7 +130,7 @@ class OltpVictim(Study, kind="oltp", model=OltpStudy, cell=OltpCell, title="data
 
 
 class OltpTrial:
-    def __init__(self, spec: OltpStudy, record: TrialRecord, db: Database, limits: Limits, rate: float | None,
+    def __init__(self, spec: OltpSpec, record: TrialRecord, db: Database, limits: Limits, rate: float | None,
                  advance: Advance):
         self.spec, self.rec, self.db, self.limits, self.rate, self.advance = spec, record, db, limits, rate, advance
         self.steps: list[StepWindow] = []

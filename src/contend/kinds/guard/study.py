@@ -8,9 +8,10 @@ from ...guard.daemon import iolatency_missing
 from ...spec import SpecError
 from ...store import Store
 from ...study import Study, facts_of_trial, lazy
-from .cell import ProtectionCell
-from .spec import GuardStudy
-from .trial import run_id, run_protection_trial
+from .cell import GuardCell
+from .metrics import DIRECTIONS
+from .spec import GuardSpec
+from .trial import run_guard_trial, run_id
 
 SETUP_S = 6.0  # containers up, files laid out, containers down
 V2_ONLY = ("iocost", "iolatency")  # policies whose mechanism only cgroup v2 has
@@ -21,11 +22,12 @@ def run_seconds(w, capacity_share_left: float = 0.7) -> float:
     return w.burst_at_s + w.burst_volume_s / capacity_share_left + w.tail_s + SETUP_S
 
 
-class ProtectionStudy(Study, kind="guard", model=GuardStudy, cell=ProtectionCell, title="protection",
-                      report=lazy(f"{__package__}.report", "refresh_protection"), unit="runs"):
-    """A Study whose runs are workloads under policies (its spec a GuardStudy)."""
+class GuardStudy(Study, kind="guard", model=GuardSpec, cell=GuardCell, title="protection",
+                      report=lazy(f"{__package__}.report", "refresh_guard"), unit="runs",
+                 directions=DIRECTIONS):
+    """A Study whose runs are workloads under policies (its spec a GuardSpec)."""
 
-    spec: GuardStudy
+    spec: GuardSpec
 
     def plan(self) -> list[tuple]:
         """(workload, policy, repetition, after): repetitions outermost; within one, each workload's policies
@@ -79,6 +81,6 @@ class ProtectionStudy(Study, kind="guard", model=GuardStudy, cell=ProtectionCell
             f"{capacity['disk_device']} "
             f"({capacity['disk_write_bw_bytes_s'] / 1e9:.1f} GB/s calibrated)",
             lambda run: f"{run[0].name} under {run[1]} r{run[2]}" + (f" (after {run[3]})" if run[3] else ""),
-            lambda run, advance: run_protection_trial(
+            lambda run, advance: run_guard_trial(
                 spec, *run[:3], capacity, trial_facts, self.dir / "guard-logs" / f"{self.ident(run)}.jsonl",
                 after=run[3]))

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from contend.kinds.protection.metrics import (
+from contend.kinds.guard.metrics import (
     delivery,
     guest_metrics,
     protection_metrics,
@@ -126,7 +126,7 @@ def test_work_conservation_is_a_share_in_0_1_against_the_paired_reference():
 
 
 def test_the_frontier_is_what_no_other_policy_betters_on_both():
-    from contend.kinds.protection.report import _rank, frontier, frontier_note
+    from contend.kinds.guard.report import _rank, frontier, frontier_note
     pts = {"static": (0.85, 0.80), "aridac": (0.99, 0.58), "contend": (0.99, 0.70), "bfq": (1.0, 0.35),
            "contend@p=1": (0.90, 0.75), "hybrid": (0.80, 0.70), "broken": (math.nan, 0.9)}
     # aridac is bettered by contend (as isolated, more conservation); hybrid by contend@p=1 and static

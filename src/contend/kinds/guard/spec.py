@@ -70,7 +70,7 @@ class Variant:
     settings: dict = field(default_factory=dict)
 
 
-class GuardStudy(StudyKind):
+class GuardSpec(StudyKind):
     """A guard evaluation: every workload under every policy, side by side on this host's disk."""
 
     kind: Literal["guard"]
@@ -144,7 +144,7 @@ class GuardStudy(StudyKind):
     def _known_runtime(cls, v: str) -> str:
         return known_runtime(v)
 
-    def quickened(self) -> "GuardStudy":
+    def quickened(self) -> "GuardSpec":
         f = self.quick.time_scale
         wl = [w.model_copy(update={"burst_at_s": w.burst_at_s * f, "burst_volume_s": w.burst_volume_s * f,
                                    "tail_s": w.tail_s * f}) for w in self.workloads]

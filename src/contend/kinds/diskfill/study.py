@@ -23,8 +23,9 @@ from ...spec import SpecError, size_bytes
 from ...store import TrialRecord
 from ...study import Advance, Study, facts_of_trial, lazy, unavailable
 from ...tenants import Tenants, TrialResult, recorded, reset_host, stop
-from .cells import DiskFillCell
-from .spec import DiskFillStudy
+from .cell import DiskFillCell
+from .metrics import DIRECTIONS
+from .spec import DiskFillSpec
 
 BASELINE = "baseline"
 VICTIM = "d"
@@ -47,9 +48,9 @@ def space_problem(free_bytes: int, need_bytes: int, margin_bytes: int, where: st
             f"{margin_bytes / 2**30:.1f} GiB (lower files.beyond-memory, or free_margin)")
 
 
-class DiskFill(Study, kind="diskfill", model=DiskFillStudy, cell=DiskFillCell, title="disk-fill attack",
-               report=lazy(f"{__package__}.report", "refresh_victim")):
-    spec: DiskFillStudy
+class DiskFillStudy(Study, kind="diskfill", model=DiskFillSpec, cell=DiskFillCell, title="disk-fill attack",
+               report=lazy(f"{__package__}.report", "refresh_diskfill"), directions=DIRECTIONS):
+    spec: DiskFillSpec
 
     def tenants(self) -> list[str]:
         """The attackers a, b, c (…), then the victim d (the paper's names)."""
@@ -115,7 +116,7 @@ class DiskFill(Study, kind="diskfill", model=DiskFillStudy, cell=DiskFillCell, t
 class FillTrial:
     """One runtime, one repetition: baseline, then each attack."""
 
-    def __init__(self, spec: DiskFillStudy, record: TrialRecord, sizes: dict[str, int], tenants: list[str],
+    def __init__(self, spec: DiskFillSpec, record: TrialRecord, sizes: dict[str, int], tenants: list[str],
                  advance: Advance):
         self.spec, self.rec, self.sizes, self.advance = spec, record, sizes, advance
         self.attackers, self.victim = tenants[:-1], tenants[-1]

@@ -34,7 +34,17 @@ import math
 
 import numpy as np
 
+from ...metrics.directions import DESCRIPTIVE, HIGHER, LOWER
+from ...metrics.isolation import DIRECTIONS as ISOLATION
 from ...metrics.isolation import isol_series, isolation_percentiles, per_second
+
+# which way is better (contend compare): a latency impact is a cost
+DIRECTIONS = {
+    **{k: ISOLATION[k] for k in ("isol_mean", "isol_p01", "isol_p05", "isol_p50")},
+    "work_conservation": HIGHER, "lat_imp": LOWER, "lat_p99_imp": LOWER, "reaction_s": LOWER, "reclaim_s": LOWER,
+    "burst_completion_s": LOWER, "neighbour_mb_s": HIGHER, "delivery_mb_s": DESCRIPTIVE,
+    "ref_delivery_mb_s": DESCRIPTIVE, "unattributed_mb_s": LOWER,
+}
 
 
 def _window(t: np.ndarray, v: np.ndarray, t0: float, t1: float) -> np.ndarray:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ...paths import write_text
 from ...report.figures import Figure, plt, save
-from ...report.page import Written, failures, publish, write_page
+from ...report.page import Written, failures, kind_page, publish, write_page
 from ...store import Store
 from .metrics import delivery, guest_metrics, protection_metrics
 
@@ -348,7 +348,7 @@ def workload_figure(workload: str, runs: list[Run]) -> Figure:
     return fig
 
 
-def refresh_protection(directory: Path, store: Store, title: str):
+def refresh_guard(directory: Path, store: Store, title: str):
     """Everything a guard study's results directory shows, from its store."""
     runs = sorted((load_run(store, t) for t in store.trials("ok")),
                   key=lambda r: (r.workload, _rank(r.policy), r.trial["repetition"]))
@@ -372,7 +372,7 @@ def refresh_protection(directory: Path, store: Store, title: str):
             alerts = [e for e in store.events(r.trial["trial_id"]) if e["kind"] in ("alert", "alert-cleared")]
             figures.append({"title": name, "png": save(run_timeline_figure(name, r, alerts),
                                                        figdir / f"timeline-{r.trial['trial_id']}")})
-    out = write_page(directory, "guard.html.j2", figures, heads=[f"{h} ({v})" for _, v, h in COLUMNS],
+    out = write_page(directory, kind_page(__file__), figures, heads=[f"{h} ({v})" for _, v, h in COLUMNS],
                      tables=tables, notes=notes, failed=[t for t in store.trials() if t["status"] != "ok"],
                      figures=figures,
                      events=[e for e in store.events()

@@ -28,8 +28,8 @@ from ...runtimes import Container, RuntimeFailed, signals_deferred
 from ...store import TrialRecord
 from ...tenants import Tenants, TrialResult, recorded, reset_host, stop
 from ...tools import failure
-from .cell import ProtectionCell
-from .spec import GuardStudy, Variant, Workload
+from .cell import GuardCell
+from .spec import GuardSpec, Variant, Workload
 
 TENANTS = ("victim", "neighbour")
 SIZE = "1G"  # each tenant's file; fio wraps around it
@@ -152,7 +152,7 @@ class GuardUnderTest:
                 self.guard.log_stream.close()
 
 
-def guard_settings(study: GuardStudy, v: Variant, calibrated: float) -> tuple[dict, float]:
+def guard_settings(study: GuardSpec, v: Variant, calibrated: float) -> tuple[dict, float]:
     """The guard's settings for a variant (the study's `guard:` with its swept points on top) and the disk
     capacity it is told: the calibration × the study's `capacity:`, or × the point swept."""
     swept = dict(v.settings)
@@ -160,7 +160,7 @@ def guard_settings(study: GuardStudy, v: Variant, calibrated: float) -> tuple[di
     return {**study.guard.model_dump(), **swept}, calibrated * scale if scale else math.inf  # 0: told nothing
 
 
-def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, capacity: dict, facts: dict,
+def run_guard_trial(study: GuardSpec, w: Workload, policy: str, rep: int, capacity: dict, facts: dict,
                          log: Path, host: CgroupHost | None = None, after: str = "") -> TrialResult:
     """One run; the guard's JSON-lines log goes to `log`. `after`: the policy whose run a `none` reference
     follows (paired evaluation, study.plan)."""
@@ -170,7 +170,7 @@ def run_protection_trial(study: GuardStudy, w: Workload, policy: str, rep: int, 
     settings, told = guard_settings(study, v, C)
     result = TrialResult(TrialRecord(
         trial_id=run_id(w.name, policy, rep, after), runtime=study.runtime, repetition=rep,
-        cell=ProtectionCell(w.name, policy, {**w.model_dump(), "policy": v.policy, "swept": v.settings,
+        cell=GuardCell(w.name, policy, {**w.model_dump(), "policy": v.policy, "swept": v.settings,
                                              "after": after, "guard": settings}),
         capacity=capacity, facts=facts))
     rec = result.record

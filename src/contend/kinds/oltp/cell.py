@@ -1,21 +1,9 @@
-"""The victim kinds' cells: a disk-fill trial (one per runtime and repetition), an oltp trial (a database)."""
+"""An oltp trial's cell: a database, per runtime and repetition."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ...store import Cell
-
-
-@dataclass
-class DiskFillCell(Cell, kind="diskfill"):
-    params: dict  # file sizes, attackers, limits, the victim's load
-
-    def labels(self) -> tuple[str, str]:
-        return "diskfill", "disk"
-
-    @classmethod
-    def legacy(cls, scenario: str, resource: str, params: dict) -> "DiskFillCell":
-        return cls(params)
 
 
 @dataclass

@@ -1,0 +1,152 @@
+"""`contend watch`: its options checked (exit 2, one line), the watcher started live, as JSON lines or over a
+recording (--replay)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..guard.cli import guard_capacities, guard_disks
+from ..terminal import console, fail, need_root, term_as_interrupt
+
+
+def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECTOR",
+                                           help="What to watch (repeatable): cgroup:PATH or a glob, docker:NAME, "
+                                                "docker:label=K=V, docker:*, podman:..., contend (its containers), "
+                                                "k8s: (every pod on this node, as namespace/pod/container), "
+                                                "k8s:NAMESPACE/*, k8s:label=K=V. Default: contend and docker:*."),
+          period: float = typer.Option(1.0, min=0.1, max=60, help="Seconds per period."),
+          duration: Optional[float] = typer.Option(None, min=0.1, help="Stop after this many seconds "
+                                                                       "(default: until Ctrl-C / SIGTERM)."),
+          as_json: bool = typer.Option(False, "--json", help="One JSON line per event on stdout (a verdict that "
+                                                             "starts, changes or clears, with its evidence)."),
+          record: Optional[Path] = typer.Option(None, "--record", metavar="FILE",
+                                                help="Write every period's raw signals to FILE (JSON lines)."),
+          replay: Optional[Path] = typer.Option(None, "--replay", metavar="FILE",
+                                                help="Run the detector over a recording instead of this host "
+                                                     "(no root needed); prints its events."),
+          ebpf: bool = typer.Option(True, "--ebpf/--no-ebpf", help="Run-queue delay and preemptions by eBPF "
+                                                                   "(else CPU pressure only)."),
+          net_rtt: bool = typer.Option(True, "--net-rtt/--no-net-rtt",
+                                       help="With eBPF, containers' TCP round-trip times (tcp_probe); it costs a "
+                                            "loopback TCP flood ~10 % of its throughput (docs/watch.md). Off: "
+                                            "retransmissions and drops only."),
+          disk: list[str] = typer.Option([], "--disk", metavar="MAJ:MIN", help="A disk whose latency counts "
+                                                                              "(repeatable; default: every disk)."),
+          metrics: str = typer.Option("127.0.0.1:9733", help="Prometheus endpoint HOST:PORT, or off."),
+          hook: str = typer.Option("", "--hook", metavar="CMD",
+                                   help="Shell command run on every event (CONTEND_WATCH_* in its env, the event "
+                                        "as JSON on its stdin); never waited for, killed after 30 s."),
+          guard: bool = typer.Option(False, "--guard", help="Hand a disk culprit to the guard: while a container "
+                                                            "is blamed for a disk (and while it presses against "
+                                                            "its cap), the guard's policy caps the disk's users; "
+                                                            "every cap removed when it stops."),
+          capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
+                                             help="With --guard: a disk and what it delivers, e.g. 254:0=4G "
+                                                  "(repeatable; default: the calibrated disk)."),
+          cri: list[str] = typer.Option([], "--cri", metavar="unix:///PATH",
+                                        help="The node's CRI socket, where k8s: targets get the pods' names "
+                                             "(repeatable: the first that answers; default: containerd's "
+                                             "/run/containerd/containerd.sock, then CRI-O's "
+                                             "/var/run/crio/crio.sock).")):
+    """Who hurts whom on this host, now: every period, each watched container's symptoms (run-queue delay,
+    pressure, its own throttling, its disk's latency) against its own baseline, and a blame when a neighbour's
+    use rose with it; a container held by its own limit is its own doing. Sets nothing, unless --guard
+    (docs/watch.md)."""
+    from ..watch.daemon import WatchConfig, Watcher
+    from ..watch.view import event_line, table
+    if record is not None and replay is not None:
+        fail("--record and --replay: one or the other")
+
+    def emit(e: dict) -> None:
+        print(json.dumps(e) if as_json else event_line(e), flush=True)
+
+    if replay is not None:
+        return _watch_replay(replay, emit)
+    targets = _watch_checks(target, metrics, disk, cri)
+    if capacity and not guard:
+        fail("--capacity: only with --guard")
+    given = guard_capacities(capacity)
+    if ebpf or guard:  # the PSI-only watch reads world-readable files: any user may run it (a DaemonSet's nobody)
+        need_root("contend watch" + (" --guard" if guard else " (eBPF: --no-ebpf watches without root)"))
+    capacities = guard_disks(given) if guard else {}
+    try:
+        out = open(record, "x") if record is not None else None
+    except OSError as e:
+        fail(f"--record {record}: {e.strerror or e}" + (" (not overwritten)" if isinstance(e, FileExistsError)
+                                                         else ""))
+    term_as_interrupt()
+    live = sys.stdout.isatty() and not as_json
+    cfg = WatchConfig(targets, period=period, ebpf=ebpf, net_rtt=net_rtt, metrics=metrics, disks=list(disk) or None,
+                      hook=hook, **({"cri": tuple(cri)} if cri else {}))
+    try:
+        w = Watcher(cfg, events=None if live else emit, record=out)
+    except OSError as e:  # the metrics port taken, say
+        fail(f"cannot start: {e}")
+    except KeyboardInterrupt:  # stopped while it started (bpftrace compiling): what it started is stopped
+        return
+    if guard:
+        from ..watch.handoff import GuardHandoff
+        # the guard's JSON log on stderr, but not under the live table
+        w.handoff = GuardHandoff(targets, capacities, w.host, log=None if live else sys.stderr,
+                                 clock0=w.collector.clock0).start()
+    for prob in w.problems:
+        print(f"contend: {prob}", file=sys.stderr)
+    try:
+        if live:
+            from rich.live import Live
+            with Live(table(None, []), console=console, auto_refresh=False) as lv:
+                w.run(duration=duration, after_step=lambda x: lv.update(
+                    table(x.last, x.detector.verdicts(), x.problems,
+                          x.handoff.caps() if x.handoff is not None else None), refresh=True))
+        else:
+            w.run(duration=duration)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        w.close()
+        if out is not None:
+            out.close()
+
+
+def _watch_replay(path: Path, emit) -> None:
+    """The detector over a recording's frames, its events emitted."""
+    from ..watch.detector import Detector
+    from ..watch.signals import Frame
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        fail(f"{path}: {e.strerror or e}")
+    d = Detector()
+    for i, ln in enumerate(lines, 1):
+        if not ln.strip():
+            continue
+        try:
+            f = Frame.from_json(ln)
+        except (ValueError, KeyError, TypeError) as e:
+            fail(f"{path}:{i}: not a frame of contend watch --record ({e})")
+        for e in d.step(f):
+            emit(e)
+
+
+def _watch_checks(target: list[str], metrics: str, disk: list[str], cri: list[str]) -> list[str]:
+    """The watch's options checked (exit 2, one line); its selectors."""
+    import re
+
+    from ..watch.daemon import check_targets
+    try:
+        targets = check_targets(target or ["contend", "docker:*"])
+    except ValueError as e:
+        fail(str(e))
+    if not re.fullmatch(r"off|[^:]*:[0-9]+", metrics):
+        fail(f"--metrics {metrics!r}: HOST:PORT or off")
+    for d in disk:
+        if not re.fullmatch(r"[0-9]+:[0-9]+", d) or not Path(f"/sys/dev/block/{d}").exists():
+            fail(f"--disk {d!r}: no such block device (MAJ:MIN)")
+    for e in cri:
+        if not e.startswith("unix:///"):
+            fail(f"--cri {e!r}: a unix socket, unix:///path")
+    return targets
