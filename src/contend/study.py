@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -38,6 +38,8 @@ def lazy(module: str, name: str) -> Callable:
     return call
 
 
+Item = TypeVar("Item")  # one item of a kind's plan (a TrialPlan, a tuple of its cell)
+
 class Study:
     """The run loop every kind of study shares: spec.yaml and host.json, each item of its plan run and committed
     to the store as it ends (progress, ETA, retries, --resume, a trial alone), the report however it ends.
@@ -50,6 +52,7 @@ class Study:
     cell: type[Cell] = Cell  # what one of its trials is, as the store keeps it (a table of the kind's own)
     # the kind's report: writes everything a results directory shows from its store (a pure function of it)
     report: Callable[[Path, Store, str], Written]
+    directions: Mapping[str, int]  # which way is better for each metric its metrics.csv can hold
 
     def __init_subclass__(cls, kind: str, model: type[StudyKind], cell: type[Cell], title: str,
                           report: Callable[[Path, Store, str], Written], directions: Mapping[str, int],
@@ -68,10 +71,10 @@ class Study:
         in metrics.csv where the metric's name does not say it (contend compare)."""
         return {}
 
-    def __init__(self, spec: StudyKind, directory: Path, console: Console):
+    def __init__(self, spec: StudyKind, directory: Path, console: Console | None):
         self.spec = spec
         self.dir = directory
-        self.console = console
+        self.console = console or Console()  # (none: a plan read, nothing said)
         self.rows: list[dict] = []
 
     # Its trials are independent of each other, so each can run alone on any host (`contend trial run`,
@@ -135,9 +138,9 @@ class Study:
         """Every item of the plan, each committed to the store as it ends (run_each)."""
         raise NotImplementedError
 
-    def run_each(self, store: Store, items: list, cost: list[float], header: str,
-                 describe: Callable[[object], str],
-                 run_one: Callable[[object, Advance], TrialResult | None]) -> None:
+    def run_each(self, store: Store, items: list[Item], cost: list[float], header: str,
+                 describe: Callable[[Item], str],
+                 run_one: Callable[[Item, Advance], TrialResult | None]) -> None:
         """What every kind of study does with its plan: says it (header, the ETA from `cost`, seconds per item),
         runs each item under a progress bar (run_one may `advance` it: share done, what it does now) and
         commits each result to the store as it ends; failed ones are counted and said. An item whose run_one

@@ -24,6 +24,7 @@ class CgroupHost:
     def cgroup(self, relpath: str) -> Cgroup:
         """The cgroup that holds limits and kernel counters for a container."""
         if self.mode == "v2":
+            assert self.unified is not None  # a v2 host's root is its unified tree
             return V2Cgroup(relpath, self.unified)
         return V1Cgroup(relpath, self.v1)
 
@@ -39,6 +40,7 @@ class CgroupHost:
 
     def controllers(self) -> list[str]:
         if self.mode == "v2":
+            assert self.unified is not None
             return (self.unified / "cgroup.controllers").read_text().split()
         return sorted(self.v1)
 

@@ -149,7 +149,7 @@ class V1Cgroup(Cgroup):
 
     def io_limits(self) -> dict[str, IoLimit]:
         """The throttles set on this cgroup, by device."""
-        found: dict[str, dict[str, int]] = {}
+        found: dict[str, dict[str, int | None]] = {}
         blk = self._dir("blkio")
         for name, key in (("read_bps", "rbps"), ("write_bps", "wbps"),
                           ("read_iops", "riops"), ("write_iops", "wiops")):

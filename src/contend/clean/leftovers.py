@@ -130,8 +130,11 @@ def _links() -> list[Leftover]:
             name = parts[1].strip().split("@")[0]
             if LINK_NAME.match(name):
                 names.append(name)
-    return [Leftover("link", n, partial(subprocess.run, ["ip", "link", "delete", n], capture_output=True), ("link", n))
-            for n in names]
+    return [Leftover("link", n, partial(_ip_link_delete, n), ("link", n)) for n in names]
+
+
+def _ip_link_delete(name: str) -> None:
+    subprocess.run(["ip", "link", "delete", name], capture_output=True)
 
 
 def _rmdir(d: Path) -> None:

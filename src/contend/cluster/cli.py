@@ -31,7 +31,7 @@ def _options(image: Optional[str], namespace: str, node_label: str, **kw):
     for flag, ns in (("--namespace", namespace), ("--scraper-namespace", kw.get("scraper_namespace", namespace))):
         if k8s_name(ns) != ns:
             fail(f"{flag} {ns!r}: not a Kubernetes name (lowercase letters, digits, '-')")
-    return Options(**({"image": image} if image else {}), namespace=namespace, node_label=node_label, **kw)
+    return Options(image=image or Options.image, namespace=namespace, node_label=node_label, **kw)
 
 
 def _write_valid(out: Path, files: dict) -> None:

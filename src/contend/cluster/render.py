@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -239,7 +240,7 @@ def read_only_mount(m: dict) -> dict:
 
 
 def node_daemon(app: str, command: list[str], port: int, opt: Options, host_paths: tuple[str, ...],
-                config: dict[str, str] | None = None, read_only: set[str] = frozenset(),
+                config: dict[str, str] | None = None, read_only: AbstractSet[str] = frozenset(),
                 grace_s: int = 30, security: dict = GUARD_SECURITY,
                 paths: dict[str, str] | None = None) -> dict[str, list[dict]]:
     """A contend daemon on every node but the control plane's: its DaemonSet (unprivileged, no token), its

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -38,7 +39,7 @@ def agent_cpu_capacity(n: int, seconds: float = 2.0) -> dict:
     from ..load.agent import Agent, AgentError, agent_digest, build_agent
     try:
         a = Agent.start([str(build_agent()), "-i", "100", "cpu", str(n)],
-                        lambda *args, **kw: subprocess.Popen(*args, cwd=workdir(), **kw))
+                        lambda argv, **kw: subprocess.Popen(argv, cwd=workdir(), **kw))
         try:
             a.set(n)
             time.sleep(seconds)
@@ -143,7 +144,7 @@ def calibrate(disk_dir: Path = DATA, disk: bool = True) -> dict:
     return cap
 
 
-def ensure_capacity(resources: list[str] = ("cpu",), say=print, disk_block: str = "4K") -> dict:
+def ensure_capacity(resources: Sequence[str] = ("cpu",), say=print, disk_block: str = "4K") -> dict:
     """The run needs the capacity of its resources: measure what was never calibrated on this host
     (CPU 5 s; disk 15 s, only for disk trials; 20 s when the disk load's block size is not 4K)."""
     cap = load_capacity()

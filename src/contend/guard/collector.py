@@ -120,7 +120,7 @@ def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict
     applies there. `earlier`: the previous periods' (seconds, unattributed bytes), newest last; the escape must
     also hold over the last ESCAPE_WINDOW_S. With no reading of the disk (its first period) each target's charges
     count as delivered."""
-    held = {n: max(u.dirty, dirty_before.get(n, 0)) for n, u in usage.items()}
+    held = {n: float(max(u.dirty, dirty_before.get(n, 0))) for n, u in usage.items()}
     if not math.isfinite(device_wbytes_s):
         return Escape(math.nan, (), {n: u.wbytes_s for n, u in usage.items()}, dict(credit or {}))
     dt = max(seconds, 1e-6)

@@ -168,7 +168,7 @@ class Guard:
         self.targets: dict[str, Resolved] = {}
         self._keep = max(cfg.window, 3) + 1  # periods of usage history a policy sees
         self.usage: dict[tuple[str, str], deque] = {}
-        self.latency = {d: deque(maxlen=max(self._keep, 50)) for d in disks}
+        self.latency: dict[str, deque] = {d: deque(maxlen=max(self._keep, 50)) for d in disks}
         self.state: dict[str, dict] = {d: {} for d in disks}
         self.believed: dict[str, float] = {}  # per disk, the capacity the policy divided last period
         self.alerts: dict[str, str] = {d: "" for d in disks}
@@ -410,8 +410,9 @@ class Guard:
 
     def _log_cap(self, name: str, dev: str, cap: float | None, usage: float) -> None:
         """A log line when a cap appears, goes, or moves by more than 10 %."""
-        old = self._logged_caps.get((name, dev), "unset")
-        if old == "unset" or (old is None) != (cap is None) or (
+        logged = (name, dev) in self._logged_caps
+        old = self._logged_caps.get((name, dev))
+        if not logged or (old is None) != (cap is None) or (
                 cap is not None and old is not None and abs(cap - old) > 0.1 * old):
             self._logged_caps[(name, dev)] = cap
             self.log("cap", target=name, device=dev, cap_bytes_s=None if cap is None else round(cap),

@@ -88,6 +88,7 @@ class Limiter:
         if key not in self.originals:
             self._take_over("cap", relpath, device, lambda: cg.io_limits().get(device))
         lim = cap_limit(device, cap, self.originals[key], io_bytes)  # type: ignore[arg-type]
+        assert lim.wbps is not None  # a cap always bounds the bytes written
         now = self.caps.get(key)
         if now is None or abs(lim.wbps - now) > self.hysteresis * now:
             cg.set_limits(Limits(io=(lim,)))
@@ -280,7 +281,7 @@ def leftovers(state_dir: Path | None = None) -> list[tuple[Path, dict]]:
     """What guards that are not running any more changed: (state file, its entry) each, a file's caps and
     weights before its schedulers (BFQ's weights go with BFQ); ({}) for a state file with nothing valid to
     restore, which is only removed."""
-    out = []
+    out: list = []
     base = state_dir or GUARD_STATE
     if not base.is_dir():
         return out

@@ -24,7 +24,7 @@ def simulate(policy: Policy, demand: Callable[[int], dict[str, float]], periods:
     state: dict = {}
     trace: Trace = []
     for k in range(periods):
-        want = {n: d if caps[n] is None else min(d, caps[n]) for n, d in demand(k).items()}
+        want = {n: d if (cap := caps[n]) is None else min(d, cap) for n, d in demand(k).items()}
         total = sum(want.values())
         got = {n: w * min(1.0, real(k) / total) if total else 0.0 for n, w in want.items()}
         for n in names:

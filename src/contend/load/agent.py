@@ -78,6 +78,7 @@ class Agent:
         return a
 
     def _read(self) -> None:
+        assert self.proc.stdout is not None  # started with pipes (start)
         for line in self.proc.stdout:
             now = time.monotonic()
             parts = line.split()
@@ -104,6 +105,7 @@ class Agent:
         """Apply a level (in the agent's unit); returns the host time when it took effect (host monotonic)."""
         with self._ack:
             seen = len(self.acks)
+            assert self.proc.stdin is not None
             try:
                 self.proc.stdin.write(f"{value:.17g}\n")
                 self.proc.stdin.flush()
@@ -141,7 +143,7 @@ class Agent:
             return "load agent: stopped answering"
         err = ""
         try:
-            err = last_line(self.proc.stderr.read()) if code is not None else ""
+            err = last_line(self.proc.stderr.read()) if self.proc.stderr is not None else ""
         except (OSError, ValueError):
             pass
         return f"load agent {exit_reason(code)}" + (f": {err}" if err else "")
@@ -149,7 +151,8 @@ class Agent:
     def stop(self, timeout: float = 10) -> None:
         """End of stdin ends the agent; a kill if it does not go."""
         try:
-            self.proc.stdin.close()
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
         except (OSError, ValueError):
             pass
         try:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..failures import Failure
 from ..paths import open_existing
@@ -178,7 +180,7 @@ class MariaDB(Database):
         return ["mariadb-admin", "--no-defaults", f"--socket={self.socket}", "-uroot", "shutdown"]
 
 
-DATABASES = {"postgresql": PostgreSQL, "mariadb": MariaDB}
+DATABASES: dict[str, Callable[[Any], Database]] = {"postgresql": PostgreSQL, "mariadb": MariaDB}  # (its scale)
 
 
 # ------------------------------------------------------------------ parsers (pure)

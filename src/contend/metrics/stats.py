@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 
-def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
+def mean_ci(values: Iterable[float] | np.ndarray, level: float = 0.95) -> tuple[float, float, float, int]:
     """(mean, ci_low, ci_high, n) over the finite values; the CI is nan for n < 2."""
     v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=float)
     n = len(v)
@@ -20,7 +21,8 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
     return m, m - half, m + half, n
 
 
-def similarity_ci(i_int_free, i_plr, level: float = 0.95, resamples: int = 2000,
+def similarity_ci(i_int_free: Sequence[float] | np.ndarray, i_plr: Sequence[float] | np.ndarray,
+                  level: float = 0.95, resamples: int = 2000,
                   seed: int = 0) -> tuple[float, float, float, int]:
     """(S_I, ci_low, ci_high, n) of a cell: S_I = min/max of the mean I_intFree and the mean I_plr over the
     trials that have both (Volpert Table 4), its interval a percentile bootstrap over those trials (the pairs

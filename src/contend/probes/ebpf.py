@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,7 +155,7 @@ def probe_catalogue() -> list[tuple[str, bool, str, str]]:
     return out
 
 
-def script(probes: list[Probe], period_ms: int, tenant_ids: list[str] = ()) -> str:
+def script(probes: list[Probe], period_ms: int, tenant_ids: Sequence[str] = ()) -> str:
     tenants = " || ".join(f"cgroup == {i}" for i in tenant_ids) or "1"
     body = "\n".join(p.program.replace("{tenants}", tenants) for p in probes)
     prints = " ".join(f"print(@{m});" + ("" if p.level or p.cumulative else f" clear(@{m});")

@@ -116,7 +116,7 @@ def host_cpu_ticks(stat: Path = Path("/proc/stat")) -> dict[str, tuple[int, int,
     """Per CPU ("cpu0", …), (busy, idle, stolen) clock ticks since boot: busy is user, nice, system, irq and
     softirq (a guest's time is inside user); idle counts iowait too; stolen is the time a hypervisor ran
     something else while the CPU wanted to run."""
-    out = {}
+    out: dict[str, tuple[int, int, int]] = {}
     with open(stat) as f:
         for line in f:
             name, *rest = line.split()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,7 +91,7 @@ def failures(store: Store) -> dict[tuple, str]:
     return out
 
 
-def publish(directory: Path, store: Store, extra: list[dict] = ()) -> list[dict]:
+def publish(directory: Path, store: Store, extra: Sequence[dict] = ()) -> list[dict]:
     """The stored per-trial metrics aggregated (mean, CI) per cell, with `extra` rows, into the store's
     metrics table and metrics.csv."""
     rows = aggregate(store.trial_metric_rows()) + list(extra)

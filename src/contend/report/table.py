@@ -119,7 +119,8 @@ def table4(rows: list[dict], notes: dict[tuple, str], view: str, brackets: bool 
 
     out = []
     for rt, sc in sorted({(k[0], k[1]) for k in by}):
-        cells, values = {}, {}
+        cells: dict[tuple[str, str], str] = {}
+        values: dict[tuple[str, str], float | None] = {}
         for res in resources:
             views = by.get((rt, sc, res), {})
             metrics = views.get(view, {})
@@ -238,8 +239,8 @@ def rich_text_tables(tables: Iterable[TextTable], title: str, compact: bool = Fa
     """compact: no vertical rules (an 80-column terminal, a pipe)."""
     parts: list = []
     for t in tables:
-        tab = Table(title=f"{title}: {t.caption}", title_justify="left",
-                    **({"box": box.SIMPLE_HEAD, "pad_edge": False} if compact else {}))
+        tab = (Table(title=f"{title}: {t.caption}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+               if compact else Table(title=f"{title}: {t.caption}", title_justify="left"))
         for i, h in enumerate(t.heads):
             tab.add_column(h, justify="left" if i < t.left else "right", no_wrap=compact and i < t.left)
         for line in t.lines:

@@ -4,7 +4,7 @@ report.py makes its own tables and summary figures on these."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -80,7 +80,7 @@ def bars_figure(rows: list[dict], runtimes: list[str], phases: list[str], groups
 
 
 def timeline(title: str, samples, steps, events: list[dict], series: list[tuple[str, str, str, str]],
-             right: list[tuple[str, str, str, str, float]] = (), ylabel: str = "", rlabel: str = "",
+             right: Sequence[tuple[str, str, str, str, float]] = (), ylabel: str = "", rlabel: str = "",
              zero_after: str = "") -> Figure:
     """Left axis: `series` (tenant, source, quantity, label); right axis: `right` (…, scale); each window
     shaded and named; events marked. zero_after: the event kind after which seconds at zero are shaded red

@@ -31,8 +31,9 @@ def signals_deferred():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    noted: list[int] = []
-    old = {s: signal.signal(s, lambda signum, frame: noted.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    noted: list[signal.Signals] = []
+    old = {s: signal.signal(s, lambda signum, frame: noted.append(signal.Signals(signum)))
+           for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:

@@ -118,8 +118,10 @@ class Lxc(Runtime):
         if tracking is not None and tracking.dir not in cg.dirs():
             # hybrid host: lxc-attach puts what it runs into <container>/.lxc of the unified tree, so that
             # leaf is the id eBPF sees; the container's init joins it too (no controllers there to mind)
-            c.tracking = self.host.tracking(f"{tracking.relpath}/.lxc")
-            c.tracking.create()
+            leaf = self.host.tracking(f"{tracking.relpath}/.lxc")
+            assert leaf is not None  # a hybrid host has the unified tree (tracking is not None above)
+            leaf.create()
+            c.tracking = leaf
         self.track(c)
         return c
 

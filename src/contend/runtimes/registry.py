@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from ..cgroups import CgroupHost
 from .base import (
@@ -15,11 +16,15 @@ from .base import (
 from .builds import BUILDS, built, why_not_built
 from .engine import Engine, Kata
 from .lxc import Lxc
-from .oci import Crun, Runc, Runsc, Youki
+from .oci import Crun, OciRuntime, Runc, Runsc, Youki
 
 KNOWN = ("runc", "crun", "runsc", "lxc", "kata", "docker", "podman", *BUILDS)
-SIMPLE = {"runc": Runc, "crun": Crun, "runsc": Runsc, "lxc": Lxc, "kata": Kata}
-ADAPTERS = {**SIMPLE, "youki": Youki}  # a built release's adapter (youki: only contend's own build)
+# (each a concrete adapter; typed by what get() calls: its host)
+SIMPLE: dict[str, Callable[[CgroupHost | None], Runtime]] = {"runc": Runc, "crun": Crun, "runsc": Runsc,
+                                                             "lxc": Lxc, "kata": Kata}
+# a built release's adapter (youki: only contend's own build)
+ADAPTERS: dict[str, Callable[[CgroupHost | None], OciRuntime]] = {"runc": Runc, "crun": Crun, "runsc": Runsc,
+                                                                   "youki": Youki}
 
 
 def get(name: str, host: CgroupHost | None = None) -> Runtime:

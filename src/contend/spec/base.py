@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -32,16 +32,19 @@ class StudyKind(Strict):
     # runc runs each container in a user namespace of its own, its root an unprivileged host uid
     # (docs/security.md); false: as host root, for a load that needs it
     userns: bool = True
+    if TYPE_CHECKING:  # every kind's model has them, each with its own rule (a Literal kind, a name's pattern)
+        kind: str
+        name: str
 
-    def quick_with(self, **update):
+    def quick_with(self, **update: Any) -> Self:
         """The --quick variant: `update` (the kind's quick section) replaces the study's, the name says so."""
         return self.revised(**update, name=self.name + "-quick")
 
-    def repeated(self, n: int):
+    def repeated(self, n: int) -> Self:
         """--repetitions N (a kind whose repetitions mean something else overrides this)."""
         return self.revised(repetitions=n)
 
-    def revised(self, **update):
+    def revised(self, **update: Any) -> Self:
         """A copy with `update`, validated again as a whole (model_copy alone skips every bound: -n 5000
         would pass). Raises pydantic's ValidationError."""
         new = self.model_copy(update=update)
@@ -52,7 +55,7 @@ class StudyKind(Strict):
         return self.model_dump(mode="json", by_alias=True)
 
 
-def first_change(old, new, path: str = "") -> str:
+def first_change(old: object, new: object, path: str = "") -> str:
     """Where two resolved specs first differ, as 'path: old → new' ('' when they are the same)."""
     if isinstance(old, dict) and isinstance(new, dict):
         for k in [*old, *(k for k in new if k not in old)]:
@@ -177,7 +180,7 @@ class Metrics(Strict):
     trim_end: float = Field(default=0.05, ge=0, lt=1)  # and at its end (the hand-over to the next level)
 
     @model_validator(mode="after")
-    def _window_left(self):
+    def _window_left(self) -> Self:
         if self.trim + self.trim_end >= 0.9:
             raise ValueError("trim + trim_end must leave at least 10 % of each step")
         return self

@@ -12,7 +12,7 @@ import functools
 import json
 import re
 import typing
-from typing import ClassVar
+from typing import Any, ClassVar
 
 SQL_TYPES = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", dict: "JSON", list: "JSON"}
 NAME = re.compile(r"[a-z][a-z0-9_]*\Z")  # a kind's or a field's name, as it may stand in SQL
@@ -24,7 +24,7 @@ class Cell:
 
     kind: ClassVar[str] = ""
 
-    def __init_subclass__(cls, kind: str = "", **kw):
+    def __init_subclass__(cls, kind: str = "", **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if not NAME.match(kind):
             raise TypeError(f"{cls.__name__}: kind {kind!r} is not a name a table may carry")

@@ -13,6 +13,7 @@ import csv
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,7 +107,7 @@ class Store:
     def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _refuse_foreign(self) -> None:
@@ -171,8 +172,8 @@ class Store:
             raise
 
     # -- writing
-    def add_trial(self, rec: TrialRecord, steps: list[StepWindow], samples: list[tuple],
-                  events: list[tuple]) -> None:
+    def add_trial(self, rec: TrialRecord, steps: Sequence[StepWindow], samples: Sequence[tuple],
+                  events: Sequence[tuple]) -> None:
         """One transaction: the trial row, its cell, its steps, samples (t, tenant, source, quantity, value) and
         events."""
         con = self.con
@@ -326,13 +327,13 @@ class Store:
                  for k, v in zip(names, r)} for r in cur.fetchall()]
 
 
-def _nan_to_none(v):
+def _nan_to_none(v: object) -> object:
     return None if isinstance(v, float) and math.isnan(v) else v
 
 
 def write_metrics_csv(path: Path, rows: list[dict]) -> None:
     """metrics.csv as DESIGN §7 fixes it; an unmeasurable value is an empty cell."""
-    def fmt(v):
+    def fmt(v: object) -> object:
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return ""
         return f"{v:.6g}" if isinstance(v, float) else v

@@ -81,7 +81,7 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     term_as_interrupt()
     live = sys.stdout.isatty() and not as_json
     cfg = WatchConfig(targets, period=period, ebpf=ebpf, net_rtt=net_rtt, metrics=metrics, disks=list(disk) or None,
-                      hook=hook, **({"cri": tuple(cri)} if cri else {}))
+                      hook=hook, cri=tuple(cri) or WatchConfig.cri)
     try:
         w = Watcher(cfg, events=None if live else emit, record=out)
     except OSError as e:  # the metrics port taken, say
@@ -128,8 +128,8 @@ def _watch_replay(path: Path, emit) -> None:
             f = Frame.from_json(ln)
         except (ValueError, KeyError, TypeError) as e:
             fail(f"{path}:{i}: not a frame of contend watch --record ({e})")
-        for e in d.step(f):
-            emit(e)
+        for event in d.step(f):
+            emit(event)
 
 
 def _watch_checks(target: list[str], metrics: str, disk: list[str], cri: list[str]) -> list[str]:
@@ -146,7 +146,7 @@ def _watch_checks(target: list[str], metrics: str, disk: list[str], cri: list[st
     for d in disk:
         if not re.fullmatch(r"[0-9]+:[0-9]+", d) or not Path(f"/sys/dev/block/{d}").exists():
             fail(f"--disk {d!r}: no such block device (MAJ:MIN)")
-    for e in cri:
-        if not e.startswith("unix:///"):
-            fail(f"--cri {e!r}: a unix socket, unix:///path")
+    for endpoint in cri:
+        if not endpoint.startswith("unix:///"):
+            fail(f"--cri {endpoint!r}: a unix socket, unix:///path")
     return targets

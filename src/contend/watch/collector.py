@@ -261,11 +261,13 @@ class WatchCollector:
         if ebpf:
             # the kernel's maps printed twice a period (each print walks every map key by key: a period's
             # worth of pairs four times a second cost bpftrace more than the counting did)
-            self.runq = RunqProbe(min(max(period / 2, 0.1), 1.0), net_rtt=net_rtt).start()
-            self.problems += self.runq.problems
-            if not self.runq.attached:
-                self.runq.stop()
-                self.runq = None
+            runq = RunqProbe(min(max(period / 2, 0.1), 1.0), net_rtt=net_rtt)
+            runq.start()
+            self.problems += runq.problems
+            if runq.attached:
+                self.runq = runq
+            else:
+                runq.stop()
         try:  # interrupted from here on (Ctrl-C, SIGTERM), the probe started above goes too
             self._prev: dict[str, tuple[float, Stats, dict[str, float]]] = {}  # the cheap reading before
             self._dprev: dict[str, tuple[float, Stats, tuple[int, ...]]] = {}  # the detail reading before

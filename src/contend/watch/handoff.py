@@ -27,9 +27,9 @@ class GuardHandoff:
         from ..guard import Guard, GuardConfig  # here: the guard's policies (numpy, pydantic) only for --guard
         cfg = GuardConfig(targets=targets, policy="contend", metrics="off", rescan_s=5.0)
         self.guard = Guard(cfg, disks, host, log=log, clock0=clock0)
+        self.engaged = False
         self.guard.gate = lambda dev: self.engaged
         self.release_s = release_s
-        self.engaged = False
         self._until = -math.inf
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="watch-guard", daemon=True)

@@ -3,6 +3,7 @@ verdicts that hold now, and one line per event when the output is not a terminal
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from rich.table import Table
 
@@ -14,7 +15,7 @@ def _num(x: float, fmt: str = "{:.2f}") -> str:
     return fmt.format(x) if math.isfinite(x) else "-"
 
 
-def table(frame: Frame | None, verdicts: list[Verdict], problems: list[str] = (),
+def table(frame: Frame | None, verdicts: list[Verdict], problems: Sequence[str] = (),
           caps: dict[str, float] | None = None) -> Table:
     """caps: the guard's disk caps now (contend watch --guard), bytes/s by container; None: no guard."""
     t = Table(title="contend watch", caption="; ".join(problems) or None, expand=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from ...paths import write_text
@@ -27,7 +28,7 @@ def verdicts(store: Store, trial_id: str) -> list[dict]:
     return [json.loads(e["detail"]) for e in store.events(trial_id) if e["kind"] in VERDICTS]
 
 
-def judged(trial: dict, events: list[dict], steps: list[dict] = (), samples=None) -> dict[str, float]:
+def judged(trial: dict, events: list[dict], steps: Sequence[dict] = (), samples=None) -> dict[str, float]:
     """One stored trial's figures: its events against its case's answer, the verdicts period by period against
     the tenants' own use (where recorded: an antagonist on cpu or disk), and what the watcher cost (% of one CPU:
     its loop and bpftrace, over the time it watched)."""
@@ -66,7 +67,7 @@ def analyze(store: Store) -> tuple[list[dict], dict[str, list[dict]]]:
 
 def tables(rows: list[dict], failed: dict[tuple, str], runtimes: list[str], cases: list[str]) -> list[TextTable]:
     cells = {(r["runtime"], r["scenario"], r["metric"]): r for r in rows if r["view"] == "watch"}
-    out = []
+    out: list[TextTable] = []
     for rt in runtimes:
         lines = []
         for case in cases:

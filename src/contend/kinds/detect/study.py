@@ -42,7 +42,7 @@ class DetectStudy(Study, kind="detect", model=DetectSpec, cell=DetectCell, title
 
     def preflight(self) -> None:
         sizes = {c: sum(size_bytes(x) for x in CASES[c].files.values()) for c in self.spec.cases}
-        case = max(sizes, key=sizes.get)
+        case = max(sizes, key=lambda c: sizes[c])
         if sizes[case]:  # one trial's files at a time, and room for the writers' own
             need_space(sizes[case] * 3 // 2, f"the {case} case lays out {sizes[case] / 2**30:.1f} GiB of files")
 

@@ -55,6 +55,7 @@ class StepLog:
         self.truth: list[Sample] = []
 
     def __call__(self, w: Watcher) -> None:
+        assert w.last is not None  # called after a step: its frame
         t = round(w.last.t, 3)  # as the stored step's (metrics.coverage matches the two by it)
         for v in w.detector.verdicts():
             if v.victim == self.victim and v.resource == self.resource:
@@ -77,6 +78,7 @@ class WatcherThread:
         self._stop = threading.Event()
 
         def after(x: Watcher) -> None:
+            assert x.last is not None  # after a step: its frame
             self.frames.append(x.last)
             if also is not None:
                 also(x)
@@ -290,7 +292,8 @@ def _record(result: TrialResult, rel: dict[str, str], events: list[dict], frames
     """The watcher's events (names as the tenants'), its frames' main signals, the verdict on the victim and the
     tenants' own use period by period, when the change ran, and what the watcher cost (its loop's CPU and
     bpftrace's)."""
-    name = lambda x: rel.get(x, x)  # noqa: E731
+    def name(x: str) -> str:
+        return rel.get(x, x)
     for e in events:
         e = {**e, "victim": name(e["victim"]), "culprit": name(e["culprit"]),
              "suspects": [[name(s), x] for s, x in e["suspects"]],
@@ -304,5 +307,6 @@ def _record(result: TrialResult, rel: dict[str, str], events: list[dict], frames
     for f in frames:
         for c, sig in f.containers.items():
             result.samples += [Sample(f.t, name(c), "watch", k, v) for k, v in sig.items() if k in KEPT]
+    assert isinstance(result.record.cell, DetectCell)
     result.record.cell.params.update(ran, watch_cpu_s=w.cpu_s, probe_cpu_s=w.collector.probe_cpu_s,
                                      frames=len(frames))

@@ -43,7 +43,7 @@ class VictimIO(Strict):
 
 class DiskFillQuick(Strict):
     repetitions: int = Field(default=1, gt=0, le=1000)
-    files: AttackFiles = AttackFiles(fits_memory=0.25, beyond_memory=1.25)
+    files: AttackFiles = AttackFiles.model_validate({"fits-memory": 0.25, "beyond-memory": 1.25})
     victim: VictimIO = VictimIO(file="256M", seconds=5)
 
 

@@ -19,6 +19,7 @@ from ...doctor.calibrate import device_of, meminfo
 from ...load.fio import iops_log, victim_argv, victim_figures, victim_prepare
 from ...metrics import StepWindow
 from ...paths import DATA, free_space, open_existing
+from ...probes.base import Sample
 from ...spec import SpecError, size_bytes
 from ...store import TrialRecord
 from ...study import Advance, Study, facts_of_trial, lazy, unavailable
@@ -121,7 +122,7 @@ class FillTrial:
         self.spec, self.rec, self.sizes, self.advance = spec, record, sizes, advance
         self.attackers, self.victim = tenants[:-1], tenants[-1]
         self.steps: list[StepWindow] = []
-        self.guest: list[tuple] = []
+        self.guest: list[Sample] = []
 
     def run(self) -> TrialResult:
         spec = self.spec
@@ -145,7 +146,7 @@ class FillTrial:
                     samples = t.stop_sampling()
         finally:
             reset_host("disk")
-        return TrialResult(self.rec, self.steps, samples + self.guest, t.events)
+        return TrialResult(self.rec, self.steps, [*samples, *self.guest], t.events)
 
     def _phase(self, t: Tenants, index: int, phase: str) -> None:
         spec = self.spec
@@ -167,7 +168,7 @@ class FillTrial:
             if not figures:
                 raise ValueError(f"{phase}: fio reported no read or write job")
             self.steps.append(StepWindow(index, phase, t0, t1, {self.victim: float(size * len(writers))}))
-            self.guest += [((t0 + t1) / 2, self.victim, "guest", k, v) for k, v in figures.items()]
+            self.guest += [Sample((t0 + t1) / 2, self.victim, "guest", k, v) for k, v in figures.items()]
             self._iops_logs(t, t0)
             self._await(t, writers, phase, started, (t0 + t1) / 2)
         finally:  # an interrupted or failed attack leaves no writer and no file behind
@@ -185,7 +186,7 @@ class FillTrial:
                     points = iops_log(f.read())
             except OSError:
                 continue
-            self.guest += [(t0 + s, self.victim, "guest", f"{d}_iops_t", v) for s, v in points]
+            self.guest += [Sample(t0 + s, self.victim, "guest", f"{d}_iops_t", v) for s, v in points]
             log.unlink()
 
     def _await(self, t: Tenants, writers: dict[str, subprocess.Popen], phase: str, started: float,
@@ -203,4 +204,4 @@ class FillTrial:
             kind = "attack-done" if p.returncode == 0 else "attack-failed"
             t.event(a, kind, f"{phase}: {last[-1] if last else p.returncode}")
         if writers:
-            self.guest.append((mid, "attackers", "guest", "attack_s", t.now() - started))
+            self.guest.append(Sample(mid, "attackers", "guest", "attack_s", t.now() - started))

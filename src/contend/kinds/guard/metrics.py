@@ -31,6 +31,7 @@ how long the burst took. Here, for one run of a workload under one policy:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -57,14 +58,16 @@ def baseline(t: np.ndarray, v: np.ndarray, burst_start: float, warmup_s: float) 
     return float(np.mean(w)) if len(w) else math.nan
 
 
-def isolation(t, victim, burst_start, burst_end, warmup_s=2.0, reference: float | None = None) -> np.ndarray:
+def isolation(t: np.ndarray, victim: np.ndarray, burst_start: float, burst_end: float, warmup_s: float = 2.0,
+              reference: float | None = None) -> np.ndarray:
     """Per bucket of the burst, isol against the victim's reference: the rate it asks for where known (a
     rate-limited load), else what it did before the burst."""
     base = reference if reference else baseline(t, victim, burst_start, warmup_s)
     return isol_series(_window(t, victim, burst_start, burst_end), base)
 
 
-def isolation_per_second(t, victim, burst_start, burst_end, warmup_s=2.0, reference: float | None = None) -> np.ndarray:
+def isolation_per_second(t: np.ndarray, victim: np.ndarray, burst_start: float, burst_end: float,
+                         warmup_s: float = 2.0, reference: float | None = None) -> np.ndarray:
     """Per whole second of the burst (from its start), isol of the victim's mean throughput in it (the figures'
     isol; `isolation` per bucket times the reaction)."""
     base = reference if reference else baseline(t, victim, burst_start, warmup_s)
@@ -78,7 +81,8 @@ def isol_stats(isol: np.ndarray) -> dict[str, float]:
     return {"isol_mean": p["isol_mean"], "isol_p05": p["isol_p05"]}
 
 
-def reaction(isol_t, isol, burst_start, level=0.95, hold_s=1.0, smooth=5) -> float:
+def reaction(isol_t: np.ndarray, isol: np.ndarray, burst_start: float, level: float = 0.95, hold_s: float = 1.0,
+             smooth: int = 5) -> float:
     if not len(isol):
         return math.nan
     s = np.convolve(isol, np.ones(smooth) / smooth, mode="valid") if len(isol) >= smooth else isol
@@ -144,7 +148,7 @@ def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray,
 
 
 def impact(t: np.ndarray, v: np.ndarray, burst_start: float, burst_end: float, warmup_s: float,
-           stat=np.mean) -> float:
+           stat: Callable[[np.ndarray], float] = np.mean) -> float:
     """stat(v) during the burst / stat(v) before it (after the warm-up) - 1; nan if either is empty."""
     before = _window(t, v, min(warmup_s, burst_start / 2), burst_start)
     during = _window(t, v, burst_start, burst_end)

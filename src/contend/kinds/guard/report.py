@@ -4,6 +4,7 @@ workload with the victim under every policy (Aridac Fig. 4-7 in kind)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ...metrics import Samples
 from ...paths import write_text
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, failures, kind_page, publish, write_page
@@ -42,7 +44,7 @@ class Run:
     """One stored run, read once for its metrics and its figures."""
 
     trial: dict
-    samples: object  # metrics.Samples
+    samples: Samples
     burst: tuple[float, float]  # its window, trial seconds
     t: np.ndarray  # the victim's host-view buckets, and both tenants' bytes/s on them
     victim: np.ndarray
@@ -281,7 +283,7 @@ def markdown(tables: dict[str, list[list[str]]], title: str, notes: dict[str, li
     return "\n".join(text)
 
 
-def alert_spans(events: list[dict], t_end: float) -> list[tuple[float, float]]:
+def alert_spans(events: Sequence[dict], t_end: float) -> list[tuple[float, float]]:
     """(start, end) of each stretch the guard alerted, from its alert / alert-cleared events (one alert
     event per changed message, so several may open one stretch); one still open ends at t_end."""
     spans, start = [], None
@@ -296,7 +298,7 @@ def alert_spans(events: list[dict], t_end: float) -> list[tuple[float, float]]:
     return spans
 
 
-def run_timeline_figure(title: str, run: Run, alerts: list[dict] = ()) -> Figure:
+def run_timeline_figure(title: str, run: Run, alerts: Sequence[dict] = ()) -> Figure:
     """Victim and neighbour throughput (host view), the caps the guard set, its capacity estimate, its
     alerts; the burst shaded; the victim's own latency below."""
     s, (t0, t1) = run.samples, run.burst

@@ -82,5 +82,5 @@ class GuardStudy(Study, kind="guard", model=GuardSpec, cell=GuardCell, title="pr
             f"({capacity['disk_write_bw_bytes_s'] / 1e9:.1f} GB/s calibrated)",
             lambda run: f"{run[0].name} under {run[1]} r{run[2]}" + (f" (after {run[3]})" if run[3] else ""),
             lambda run, advance: run_guard_trial(
-                spec, *run[:3], capacity, trial_facts, self.dir / "guard-logs" / f"{self.ident(run)}.jsonl",
-                after=run[3]))
+                spec, run[0], run[1], run[2], capacity, trial_facts,
+                self.dir / "guard-logs" / f"{self.ident(run)}.jsonl", after=run[3]))

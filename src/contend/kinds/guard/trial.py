@@ -189,6 +189,7 @@ def run_guard_trial(study: GuardSpec, w: Workload, policy: str, rep: int, capaci
             with GuardUnderTest(cfg, {capacity["disk_device"]: told}, host, log, t.clock0) as g:
                 # the settings in force (a policy's own period, P, backoff and climb where the study left them)
                 own = {k: getattr(g.guard.policy, k, None) for k in ("p", "backoff", "climb", "latency_ms")}
+                assert isinstance(rec.cell, GuardCell)
                 rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms, **own,
                                             "capacity_told_bytes_s": told if math.isfinite(told) else None}
                 g.guard.scan(strict=True)
@@ -270,7 +271,8 @@ def _guest(result: TrialResult, victim_dir: Path, t0: float) -> None:
 
 def _guard_record(result: TrialResult, guard: Guard, rel: dict[str, str]) -> None:
     """What the guard saw and set, period by period (source "guard")."""
-    alert, escaping = "", ()
+    alert = ""
+    escaping: tuple[str, ...] = ()
     for r in guard.records or []:
         for target, usage in r.usage.items():
             result.samples.append(Sample(r.t, rel[target], "guard", "usage_bytes_s", usage))

@@ -27,7 +27,8 @@ class IsolationSpec(StudyKind):
     runtimes: Runtimes
     # a standard name, or name, w_a, l_a, w_d, l_d
     scenarios: Annotated[list[Scenario], Field(min_length=1), no_repeats("scenario", by_name=True)]
-    resources: Annotated[list[Literal[RESOURCES]], Field(min_length=1), no_repeats("resource")]
+    # (a Literal over a tuple: pydantic expands it, mypy cannot)
+    resources: Annotated[list[Literal[RESOURCES]], Field(min_length=1), no_repeats("resource")]  # type: ignore[valid-type]
     repetitions: int = Field(default=1, gt=0, le=1000)
     trial: Trial = Trial()
     probes: Probes = Probes()

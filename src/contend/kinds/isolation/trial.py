@@ -59,6 +59,10 @@ LIMITS: dict[str, Callable[[float, dict], Limits]] = {
     "network": lambda fraction, capacity: Limits(),
 }
 
+def _no_link() -> LoadGenerator:
+    raise ValueError("a network load needs its trial's link")
+
+
 # The load of a resource, from its capacity, the network trial's link, and the tenants' limits (fractions of
 # capacity: memory's headroom)
 LOADS: dict[str, Callable[[dict, Link | None, dict[str, float] | None], LoadGenerator]] = {
@@ -66,8 +70,8 @@ LOADS: dict[str, Callable[[dict, Link | None, dict[str, float] | None], LoadGene
     "memory": lambda capacity, link, limits: MemoryLoad(int(capacity["memory_pool_bytes"]), limits=limits),
     "disk": lambda capacity, link, limits: DiskLoad(capacity["disk_write_iops"],
                                                     block=capacity.get("disk_block", "4K")),
-    "network": lambda capacity, link, limits: NetworkLoad(capacity["network_bps"], SINK_IP,
-                                                          {t: p.server_port for t, p in link.ports.items()}),
+    "network": lambda capacity, link, limits: NetworkLoad(capacity["network_bps"], SINK_IP, {
+        t: p.server_port for t, p in link.ports.items()}) if link is not None else _no_link(),
 }
 
 

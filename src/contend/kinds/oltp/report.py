@@ -4,6 +4,7 @@ from the store."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from ...report.figures import Figure, save
@@ -20,7 +21,7 @@ def _point(r: dict | None) -> dict | None:
 
 
 def oltp_tables(rows: list[dict], trials: list[dict], runtimes: list[str], disruptors: list[str],
-                events: list[dict] = ()) -> list[TextTable]:
+                events: Sequence[dict] = ()) -> list[TextTable]:
     idx = {(r["runtime"], r["scenario"], r["resource"], r["view"], r["metric"]): r for r in rows}
     notes: list[str] = []
     runtime_of = {t["trial_id"]: (t["runtime"], t["resource"]) for t in trials}

@@ -63,8 +63,10 @@ class OltpSpec(StudyKind):
     name: str = Field(pattern=NAME)
     description: str = ""
     runtimes: Runtimes
-    databases: Annotated[list[Literal[DATABASES]], Field(min_length=1), no_repeats("database")]
-    disruptors: Annotated[list[Literal[DISRUPTORS]], Field(min_length=1), no_repeats("disruptor")]
+    # (a Literal over a tuple: pydantic expands it, mypy cannot)
+    databases: Annotated[list[Literal[DATABASES]], Field(min_length=1), no_repeats("database")]  # type: ignore[valid-type]
+    disruptors: Annotated[list[Literal[DISRUPTORS]], Field(min_length=1),  # type: ignore[valid-type]
+                          no_repeats("disruptor")]
     share: float = Field(default=0.5, gt=0, le=1)
     memory_pool: str | None = Field(default=None, pattern=SIZE)  # "all memory"; default: the host's RAM
     load: OltpLoad = OltpLoad()

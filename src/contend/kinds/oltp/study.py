@@ -19,6 +19,7 @@ from ...doctor import ensure_capacity
 from ...doctor.calibrate import meminfo
 from ...load.database import DATABASES, ClientResult, Database, DatabaseError
 from ...metrics import StepWindow
+from ...probes.base import Sample
 from ...spec import size_bytes
 from ...store import TrialRecord
 from ...study import Advance, Study, facts_of_trial, lazy, need_space, unavailable
@@ -134,7 +135,7 @@ class OltpTrial:
                  advance: Advance):
         self.spec, self.rec, self.db, self.limits, self.rate, self.advance = spec, record, db, limits, rate, advance
         self.steps: list[StepWindow] = []
-        self.guest: list[tuple] = []
+        self.guest: list[Sample] = []
         self.tps: dict[tuple[str, str], float] = {}  # (window, type) -> TPS: the repetition rule's input
 
     def run(self) -> TrialResult:
@@ -155,6 +156,7 @@ class OltpTrial:
                                                      if k not in ("read", "write", "other"))
                     t.event(VICTIM, "rate", f"{self.db.name} unthrottled {self.rate / spec.load.rate:.1f} tps; "
                                             f"fixed rate {self.rate:.1f} tps")
+                assert isinstance(self.rec.cell, OltpCell)
                 self.rec.cell.params["rate_tps"] = self.rate
                 t.start_sampling()
                 self.advance(0.2, "base")
@@ -169,10 +171,11 @@ class OltpTrial:
                 self.rec.status = "ok"
             finally:  # what was measured stays, whatever ends the trial
                 samples = t.stop_sampling()
-        return TrialResult(self.rec, self.steps, samples + self.guest, t.events)
+        return TrialResult(self.rec, self.steps, [*samples, *self.guest], t.events)
 
     def _disturbed(self, t: Tenants, index: int, name: str) -> None:
         ld = self.spec.load
+        assert self.rate is not None  # measured (or carried over) before the base window
         run_s = ld.warmup_s + ld.seconds + 5
         argv = bomb(name, run_s, self.limits.memory or 0)
         proc = t.exec(DISRUPTOR, argv)
@@ -204,9 +207,9 @@ class OltpTrial:
         mid = (t0 + t1) / 2
         for kind, figures in res.types.items():
             for k, v in figures.items():
-                self.guest.append((mid, VICTIM, "guest", f"{self.db.name}:{kind}/{k}", v))
+                self.guest.append(Sample(mid, VICTIM, "guest", f"{self.db.name}:{kind}/{k}", v))
             if phase != "calibration":
                 self.tps[(phase, kind)] = figures["tps"]
         # per second, for the timeline (PDP Fig. 5); the client's clock starts about when we started it
-        self.guest += [(t0 + s, VICTIM, "guest", f"{self.db.name}/tps_t", v) for s, v in res.per_second]
+        self.guest += [Sample(t0 + s, VICTIM, "guest", f"{self.db.name}/tps_t", v) for s, v in res.per_second]
         return res

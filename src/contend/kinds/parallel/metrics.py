@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,7 +60,7 @@ def concurrency(spans: list[tuple[float, float]]) -> float:
     return float(np.mean(out)) if out else math.nan
 
 
-def jain(values) -> float:
+def jain(values: Sequence[float] | np.ndarray) -> float:
     """Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one has everything."""
     x = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
     if len(x) == 0 or not np.any(x):
@@ -130,7 +131,7 @@ def scaling_metrics(runs: list[Run], figure: dict[str, str], runtimes: list[str]
     return out
 
 
-def _per_container(rs: list[Run], value) -> list[float]:
+def _per_container(rs: list[Run], value: Callable[[Run], float]) -> list[float]:
     """Each container's mean over its runs (the unit that shares the host with the others)."""
     by: dict[str, list[float]] = defaultdict(list)
     for r in rs:

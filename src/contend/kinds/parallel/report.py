@@ -36,11 +36,11 @@ class StoredRun:
 
     @property
     def process(self) -> int:
-        return int(re.match(r"p(\d+)", self.tenant).group(1))
+        return int(re.findall(r"^p(\d+)", self.tenant)[0])
 
     @property
     def container(self) -> int:
-        return int(re.search(r"c(\d+)$", self.tenant).group(1))
+        return int(re.findall(r"c(\d+)$", self.tenant)[0])
 
 
 def load_runs(store: Store, trial: dict) -> list[StoredRun]:
@@ -133,7 +133,7 @@ def copts_tables(rows: list[dict], trials: list[dict], runtimes: list[str]) -> d
         raw = index.get((base["runtime"], "isolated", bench, "guest", b.figure)) if base else None
         caption = (f"{bench} ({b.resource}): {b.figure} normalised to {base['runtime']} isolated "
                    f"(x = {raw['value']:,.4g} {b.unit}); {'higher' if b.higher_is_better else 'lower'} is better"
-                   if raw else f"{bench}: no isolated run to normalise to")
+                   if base is not None and raw else f"{bench}: no isolated run to normalise to")
         heads = ["runtime"] + [f"{'isolated' if n == 1 else f'{n} parallel'}" for n in counts] + \
                 [f"{b.change} at {counts[-1]}", f"CPU fairness at {counts[-1]}", f"overlap at {counts[-1]}"]
         out[bench] = TextTable(caption, heads, lines, notes)

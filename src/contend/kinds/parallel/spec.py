@@ -95,7 +95,8 @@ class ParallelSpec(StudyKind):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
     runtimes: Runtimes
-    benchmarks: Annotated[list[Literal[BENCHMARK_NAMES]], Field(min_length=1), no_repeats("benchmark")]
+    benchmarks: Annotated[list[Literal[BENCHMARK_NAMES]], Field(min_length=1),  # type: ignore[valid-type]
+                          no_repeats("benchmark")]  # (a Literal over a tuple: pydantic expands it, mypy cannot)
     counts: list[int] = Field(min_length=1)  # concurrent containers; 1 is the isolated run
     containers_per_process: int = Field(default=1, gt=0, le=10_000)
     runs_per_container: int = Field(default=1, gt=0, le=10_000)

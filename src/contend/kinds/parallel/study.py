@@ -65,6 +65,7 @@ class ParallelStudy(Study, kind="parallel", model=ParallelSpec, cell=ParallelCel
                 rec.status, rec.reason = "n/a" if unavailable(rt, runnable) else "failed", why_not(rt)
                 return TrialResult(rec)
             planned = n * spec.containers_per_process * spec.runs_per_container
+            assert tools is not None  # (why_not says no_tools otherwise)
             return ParallelTrial(spec, rt, b, n, tools, rec, host,
                         lambda k: advance(k / planned, f"run {k}/{planned}")).run()
 

@@ -21,6 +21,7 @@ from ... import owned, runtimes
 from ...cgroups import CgroupHost, Limits
 from ...failures import TRIAL_FAILURES, reason
 from ...faults import checkpoint
+from ...probes.base import Sample
 from ...runtimes import ContainerSpec
 from ...store import TrialRecord
 from ...tenants import TrialResult
@@ -53,19 +54,19 @@ class RunRecord:
         return f"p{self.process}c{self.container}"
 
 
-def run_samples(runs: list[RunRecord], launches: list[tuple[str, float, float]]) -> list[tuple]:
+def run_samples(runs: list[RunRecord], launches: list[tuple[str, float, float]]) -> list[Sample]:
     """Each run as store samples (t = its end): figures as source "guest", the CPUs its container used and
     its memory peak as source "cgroup" (as the cgroup sampler names them), its wall time; each container's
     launch latency (tenant, t, seconds) as source "launch"."""
-    out = [(t, tenant, "launch", "start_s", s) for tenant, t, s in launches]
+    out = [Sample(t, tenant, "launch", "start_s", s) for tenant, t, s in launches]
     for r in runs:
         t = r.t_start + r.wall_s
-        out.append((t, r.tenant, "guest", "wall_s", r.wall_s))
-        out += [(t, r.tenant, "guest", k, v) for k, v in r.figures.items()]
+        out.append(Sample(t, r.tenant, "guest", "wall_s", r.wall_s))
+        out += [Sample(t, r.tenant, "guest", k, v) for k, v in r.figures.items()]
         if r.wall_s > 0 and math.isfinite(r.cpu_s):
-            out.append((t, r.tenant, "cgroup", "cpu", r.cpu_s / r.wall_s))
+            out.append(Sample(t, r.tenant, "cgroup", "cpu", r.cpu_s / r.wall_s))
         if math.isfinite(r.mem_peak_bytes):
-            out.append((t, r.tenant, "cgroup", "mem_peak_bytes", r.mem_peak_bytes))
+            out.append(Sample(t, r.tenant, "cgroup", "mem_peak_bytes", r.mem_peak_bytes))
     return out
 
 
@@ -94,6 +95,7 @@ class ParallelTrial:
         self.spec, self.count, self.tools = spec, count, tools
         self.rt = runtimes.get(runtime, host)
         self.bench = BENCHMARKS[benchmark]
+        assert isinstance(record.cell, ParallelCell)
         self.argv = self.bench.argv(record.cell.params["sizes"])
         self.record = record
         self.runs: list[RunRecord] = []
