@@ -62,13 +62,14 @@ def same(before: Path, directory: Path) -> list[str]:
     """The files of `directory`'s report that differ between the code in `before` and this checkout's."""
     with tempfile.TemporaryDirectory() as tmp:
         copies = {}
+        work = Path(tmp) / directory.name  # each report at the same path: its tables' titles name it
         for who, src in (("before", before), ("after", ROOT / "src")):
-            copies[who] = Path(tmp) / who
-            shutil.copytree(directory, copies[who])
-            (copies[who] / "metrics.csv").unlink(missing_ok=True)
-            p = contend(src, "report", str(copies[who]))
+            shutil.copytree(directory, work)
+            (work / "metrics.csv").unlink(missing_ok=True)
+            p = contend(src, "report", str(work))
             if p.returncode != 0:
                 return [f"contend report ({who}) exited {p.returncode}: {p.stderr.strip()[-300:]}"]
+            copies[who] = work.rename(Path(tmp) / who)
         names = sorted({f.name for who in copies for f in copies[who].iterdir()
                         if f.name == "metrics.csv" or f.suffix == ".md"})
         return [n for n in names if not (copies["before"] / n).exists() or not (copies["after"] / n).exists()

@@ -6,6 +6,7 @@ finished trials kept. The exceptions are raised for real inside the trials, with
 from __future__ import annotations
 
 import itertools
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -73,13 +74,18 @@ def assert_each_failed_with_its_reason(out: Path, trials: list[dict], kind: str 
     assert "OSError: CONTEND_FAULT" in said and "ValueError: CONTEND_FAULT" in said
 
 
-@needs_root
-def test_an_isolation_trial_fails_on_each_of_the_four_and_the_study_goes_on(tmp_path):
+def isolation_run(tmp_path: Path, repetitions: int, fault: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """A tiny isolation study (runc, CPU harmony, one step) of `repetitions` trials run with CONTEND_FAULT."""
     require("stress-ng")
     runtime_or_skip("runc")
-    spec = tiny_spec(tmp_path / "s.yaml", repetitions=4, retries=0, baseline=1, steps=1, step_s=1)
+    spec = tiny_spec(tmp_path / "s.yaml", repetitions=repetitions, retries=0, baseline=1, steps=1, step_s=1)
     out = tmp_path / "out"
-    p = contend("run", str(spec), "--out", str(out), env={"CONTEND_FAULT": faults(4)})
+    return out, contend("run", str(spec), "--out", str(out), env={"CONTEND_FAULT": fault})
+
+
+@needs_root
+def test_an_isolation_trial_fails_on_each_of_the_four_and_the_study_goes_on(tmp_path):
+    out, p = isolation_run(tmp_path, 4, faults(4))
     assert p.returncode == 1 and "4 of 4 trials failed" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
     assert "Traceback" not in p.stderr
     assert_each_failed_with_its_reason(out, trials_of(out))
@@ -106,11 +112,7 @@ def test_every_kinds_trial_fails_on_each_of_the_four_and_the_study_goes_on(kind,
 
 @needs_root
 def test_an_exception_no_trial_absorbs_ends_the_study_and_keeps_the_finished_trials(tmp_path):
-    require("stress-ng")
-    runtime_or_skip("runc")
-    spec = tiny_spec(tmp_path / "s.yaml", repetitions=3, retries=0, baseline=1, steps=1, step_s=1)
-    out = tmp_path / "out"
-    p = contend("run", str(spec), "--out", str(out), env={"CONTEND_FAULT": "containers@2=raise:RuntimeError"})
+    out, p = isolation_run(tmp_path, 3, "containers@2=raise:RuntimeError")
     assert p.returncode == 1 and "Traceback" in p.stderr, p.stdout[-3000:] + p.stderr[-3000:]
     assert "RuntimeError: CONTEND_FAULT: RuntimeError raised at containers@2" in p.stderr
     assert [(t["trial_id"], t["status"]) for t in trials_of(out)] == [("runc.harmony.cpu.r1", "ok")]
