@@ -98,7 +98,7 @@ def report(dirs: list[Path], reanalyze: bool = False) -> int:
 def speed_report(runs: list[tuple[dict, dict]]) -> None:
     """The guest view of CPU against the host's own speed: per cell, its trials' guest I_plr where the host
     kept its baseline's speed (host_speedup ≤ 1.05) and where it ran faster in some step (flagged in the table)."""
-    from contend.report.table import SPEEDUP
+    from contend.kinds.isolation.table import SPEEDUP
     cells: dict[tuple, dict[str, list[float]]] = {}
     for _, trials in runs:
         for t in trials.values():
@@ -140,7 +140,7 @@ def reference_report(runs: list[tuple[dict, dict]]) -> None:
 def outside_report(runs: list[tuple[dict, dict]]) -> None:
     """Per CPU cell, the trials in which something outside the tenants (another process, the hypervisor's
     steal) took more of the host's CPUs during the ramp than during the baseline (host_outside > the band)."""
-    from contend.report.table import OUTSIDE
+    from contend.kinds.isolation.table import OUTSIDE
     cells: dict[tuple, list[float]] = {}
     for _, trials in runs:
         for t in trials.values():

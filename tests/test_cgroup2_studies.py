@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from contend.cgroups import detect
-from contend.report.table import SPEEDUP
+from contend.kinds.isolation.table import SPEEDUP
 
 from .conftest import IS_ROOT, contend, require
 

@@ -25,10 +25,10 @@ from contend.kinds.guard.report import (
     workload_figure,
 )
 from contend.kinds.isolation.analyze import analyze, trial_curves
+from contend.kinds.isolation.figures import heatmap_figure, isolation_figure, timeline_figure
+from contend.kinds.isolation.table import TABLE4, table4
 from contend.metrics import Samples
 from contend.report import failures
-from contend.report.figures import heatmap_figure, isolation_figure, timeline_figure
-from contend.report.table import TABLE4, table4
 from contend.spec import Metrics
 from contend.store import DB
 

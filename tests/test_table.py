@@ -6,7 +6,7 @@ import math
 import pytest
 from rich.console import Console
 
-from contend.report.table import rich_views, table4, table4_markdown, views_in
+from contend.kinds.isolation.table import rich_views, table4, table4_markdown, views_in
 
 
 def row(rt, sc, res, view, metric, value, lo=math.nan, hi=math.nan, n=1):

@@ -7,6 +7,5 @@ directory gets is the kind registry's (`contend.kinds.refresh`).
 from __future__ import annotations
 
 from .page import Written, failures, fewer_repetitions
-from .table import rich_views
 
-__all__ = ["Written", "failures", "fewer_repetitions", "rich_views"]
+__all__ = ["Written", "failures", "fewer_repetitions"]

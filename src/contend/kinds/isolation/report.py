@@ -4,11 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...paths import write_text
-from ...report.figures import heatmap_figure, isolation_figure, save, timeline_figure
+from ...report.figures import save
 from ...report.page import Written, failures, fewer_repetitions, kind_page, write_page
-from ...report.table import HEADLINE, TABLE4, pivot, rich_views, table4, table4_markdown, views_in
 from ...store import Store
 from .analyze import analyze, settings, trial_curves
+from .figures import heatmap_figure, isolation_figure, timeline_figure
+from .table import HEADLINE, TABLE4, pivot, rich_views, table4, table4_markdown, views_in
 
 
 def refresh_isolation(directory: Path, store: Store, title: str) -> Written:
