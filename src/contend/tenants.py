@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -76,7 +77,7 @@ class Tenants:
                  userns: bool = True, link: Link | None = None, ebpf: tuple[str, ...] = (), cgroup: bool = True,
                  shared: Limits | None = None, host_cpu: bool = False):
         self.rt = runtimes.get(runtime, host)
-        self.limits = limits
+        self.limits = dict(limits)  # (add and remove change it)
         # a limit all tenants share (as a pod's containers do), set on contend's parent cgroup while they live;
         # it goes when they do (the parent is removed with the last container, whatever happened)
         self.shared = shared
@@ -91,6 +92,7 @@ class Tenants:
         self.clock0 = time.monotonic()
         self.samplers: list = []
         self.events: list[tuple] = []  # (t, tenant, kind, detail)
+        self._lock = threading.Lock()  # add and remove, from several threads
 
     def __enter__(self) -> "Tenants":
         try:
@@ -98,12 +100,7 @@ class Tenants:
                 self.link.up()
             for tenant, lim in self.limits.items():
                 self.data[tenant].mkdir(parents=True, exist_ok=True)
-                self.c[tenant] = self.rt.create(ContainerSpec(
-                    f"{self.uid}-{tenant}", lim, self.data[tenant],
-                    # on the link: its port's namespace (a tenant not on it: a namespace of its own, lo alone)
-                    netns=self.link.ports[tenant].netns_path if self.link is not None and tenant in self.link.ports
-                    else None,
-                    caps=tuple(dict.fromkeys((*DEFAULT_CAPS, *self.caps.get(tenant, ())))), userns=self.userns))
+                self.c[tenant] = self.rt.create(self._spec(tenant, lim))
             if self.shared is not None:
                 self.rt.host.cgroup(PREFIX).set_limits(self.shared)
             checkpoint("containers")
@@ -111,6 +108,44 @@ class Tenants:
             self.__exit__()
             raise
         return self
+
+    def _spec(self, tenant: str, lim: Limits) -> ContainerSpec:
+        return ContainerSpec(
+            f"{self.uid}-{tenant}", lim, self.data[tenant],
+            # on the link: its port's namespace (a tenant not on it: a namespace of its own, lo alone)
+            netns=self.link.ports[tenant].netns_path if self.link is not None and tenant in self.link.ports else None,
+            caps=tuple(dict.fromkeys((*DEFAULT_CAPS, *self.caps.get(tenant, ())))), userns=self.userns)
+
+    # A tenant may also come and go while the trial runs (the parallel suite's containers, from several threads):
+    # `directory` first when its /data is to hold something before it starts, `add`, then `remove`; leaving the
+    # block removes whatever is left of them, as of the rest.
+    def directory(self, tenant: str) -> Path:
+        """A tenant's data directory (its /data), made."""
+        with self._lock:
+            d = self.data.setdefault(tenant, owned.data_dir(self.uid, tenant))
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def add(self, tenant: str, lim: Limits) -> Container:
+        """A tenant more: its container, started now."""
+        self.directory(tenant)
+        c = self.rt.create(self._spec(tenant, lim))
+        with self._lock:
+            self.limits[tenant], self.c[tenant] = lim, c
+        checkpoint("containers")
+        return c
+
+    def remove(self, tenant: str) -> None:
+        """A tenant gone before the others: its container and data directory removed now."""
+        with self._lock:
+            c, d = self.c.pop(tenant, None), self.data.pop(tenant, None)
+            self.limits.pop(tenant, None)
+        try:
+            if c is not None:
+                self.rt.delete(c)
+        finally:  # also when the removal raised (a cgroup still busy as its processes die)
+            if d is not None:
+                owned.remove_data_dir(d)
 
     def __exit__(self, *exc) -> None:
         with signals_deferred():

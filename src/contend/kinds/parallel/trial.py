@@ -13,18 +13,15 @@ import shutil
 import subprocess
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ... import owned, runtimes
+from ... import runtimes
 from ...cgroups import CgroupHost, Limits
 from ...failures import TRIAL_FAILURES, reason
-from ...faults import checkpoint
 from ...probes.base import Sample
-from ...runtimes import ContainerSpec
 from ...store import TrialRecord
-from ...tenants import TrialResult
+from ...tenants import Tenants, TrialResult
 from ...tools import failure
 from .benchmarks import BENCHMARKS, BenchmarkError
 from .cell import ParallelCell
@@ -103,7 +100,6 @@ class ParallelTrial:
         self.events: list[tuple] = []  # (t, tenant, kind, detail)
         self.stop = threading.Event()
         self.on_run = on_run or (lambda runs_done: None)  # progress
-        self.uid = uuid.uuid4().hex[:6]
         self.barrier = threading.Barrier(count)
         self.lock = threading.Lock()
         self.clock0 = time.monotonic()
@@ -112,20 +108,22 @@ class ParallelTrial:
     def run(self) -> TrialResult:
         workers = [threading.Thread(target=self._process, args=(p,), name=f"copts-p{p}", daemon=True)
                    for p in range(self.count)]
-        for w in workers:
-            w.start()
-        try:
+        # its containers come and go in Tenants, as every kind's do: what a process leaves, leaving removes
+        with Tenants(self.rt.name, {}, self.rt.host, userns=self.spec.userns) as self.tenants:
             for w in workers:
-                while w.is_alive():
-                    w.join(0.2)
-        except KeyboardInterrupt:
-            self.stop.set()
-            self.barrier.abort()
-            for w in workers:
-                w.join()
-            raise
-        finally:
-            self.record.ended_at = time.time()
+                w.start()
+            try:
+                for w in workers:
+                    while w.is_alive():
+                        w.join(0.2)
+            except KeyboardInterrupt:
+                self.stop.set()
+                self.barrier.abort()
+                for w in workers:
+                    w.join()
+                raise
+            finally:
+                self.record.ended_at = time.time()
         if self.crash is not None:
             raise self.crash
         self._conclude()
@@ -160,18 +158,14 @@ class ParallelTrial:
 
     def _container(self, p: int, c: int) -> None:
         tenant = f"p{p}c{c}"
-        data = owned.data_dir(self.uid, tenant)
-        container, up = None, False
+        container = None
         try:
             try:
-                shutil.copytree(self.tools, data / "tools")
+                shutil.copytree(self.tools, self.tenants.directory(tenant) / "tools")
                 t0 = self._now()
-                container = self.rt.create(ContainerSpec(
-                    f"{self.uid}-{tenant}", Limits(cpu=self.spec.limits.cpus, memory=self.spec.limits.memory_bytes),
-                    data, userns=self.spec.userns))
-                checkpoint("containers")
+                container = self.tenants.add(tenant, Limits(cpu=self.spec.limits.cpus,
+                                                            memory=self.spec.limits.memory_bytes))
                 self._note_launch(tenant, t0, self._now() - t0)
-                up = True
             except TRIAL_FAILURES as e:
                 self._add(RunRecord(p, c, 0, self._now(), 0.0, "failed", f"container: {reason(e)}"))
             if c == 0:  # the first containers of every process start their runs together
@@ -179,18 +173,14 @@ class ParallelTrial:
                     self.barrier.wait(BARRIER_S)
                 except threading.BrokenBarrierError:
                     pass  # stopping, or a process could not start: the others run on
-            if not up:  # (a container made but failed after is removed all the same, below)
+            if container is None:
                 return
             for r in range(self.spec.runs_per_container):
                 if self.stop.is_set():
                     return
                 self.on_run(self._add(self._run(container, p, c, r)))
         finally:
-            try:
-                if container is not None:
-                    self.rt.delete(container)
-            finally:  # also when the removal raised (a cgroup still busy as its processes die)
-                owned.remove_data_dir(data)
+            self.tenants.remove(tenant)
 
     def _run(self, container, p: int, c: int, r: int) -> RunRecord:
         before = container.cgroup.stats()
