@@ -122,7 +122,9 @@ class Tenants:
     def directory(self, tenant: str) -> Path:
         """A tenant's data directory (its /data), made."""
         with self._lock:
-            d = self.data.setdefault(tenant, owned.data_dir(self.uid, tenant))
+            if tenant not in self.data:
+                self.data[tenant] = owned.data_dir(self.uid, tenant)  # recorded once, before it is made
+            d = self.data[tenant]
         d.mkdir(parents=True, exist_ok=True)
         return d
 
