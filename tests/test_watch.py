@@ -450,6 +450,29 @@ def test_the_probe_reads_tcp_round_trips_per_network_namespace_unless_told_not_t
     assert 0 < rtt[str(host_netns())] < 50, rtt  # ms: loopback's round trips are µs
 
 
+@needs_root
+def test_the_probe_gives_the_span_its_totals_cover_by_whole_ticks():
+    """take() returns what whole ticks counted and the kernel-clock span they cover: a take right after another
+    covers no tick (span 0: its rates nan, not 0), one after a second covers about a second, whatever the
+    number of ticks (a frame of half a period, the watcher's second look, takes one tick of two)."""
+    require("bpftrace")
+    probe = RunqProbe(0.25, net_rtt=False).start()
+    try:
+        assert probe.attached == ["runq"], probe.problems
+        probe.take()
+        t0 = time.monotonic()
+        time.sleep(1.0)
+        whole = probe.take()
+        took_s = time.monotonic() - t0
+        again = probe.take()
+    finally:
+        probe.stop()
+    assert 0.5 <= whole.span <= took_s + 0.05, (whole.span, took_s)
+    assert whole.span in (pytest.approx(0.25 * n, abs=0.02) for n in range(2, 6)), whole.span
+    assert again.span == 0.0 and math.isnan(again.rate(0.0))
+    assert whole.rate(whole.span / 2) == pytest.approx(0.5)
+
+
 @pytest.fixture
 def fresh_disk(tmp_path):
     """A loop device that did not exist before (LOOP_CTL_ADD with an unused number; removed after): no throttle

@@ -433,3 +433,56 @@ def test_a_watched_container_that_goes_ends_its_verdicts_with_gone():
             for t in range(11, 14)]
     ev = replay(calm + hurt + [Frame(14.0, 1.0, {"noisy": {"rq_delay": 0.0, "cpu": 1.0}})])
     assert [e["event"] for e in ev] == ["blame", "gone"] and ev[-1]["victim"] == "victim", ev
+
+
+def test_a_symptom_above_its_threshold_for_one_frame_is_pending_until_a_second_confirms_it():
+    """pending() is what makes the watcher take its second look half a period sooner (daemon.CONFIRM)."""
+    d = Detector()
+    frames = series(13, CALM_CPU, {"victim": {"rq_delay": 0.15}, "noisy": {"cpu": 1.0}},
+                    preempt={"victim": {"noisy": 50.0}})
+    said = [(d.step(f), d.pending()) for f in frames]
+    assert not any(p for _, p in said[:10])  # calm: nothing pending
+    assert said[10] == ([], True)  # one frame above: no verdict, pending
+    assert [e["culprit"] for e in said[11][0]] == ["noisy"] and not said[11][1]  # confirmed: a verdict, none pending
+    assert said[12] == ([], False)
+
+
+def test_a_short_second_look_reads_the_same_symptom_as_a_whole_frame():
+    """The second look is half a period long: rates per second of it, so a moderate symptom is confirmed by it
+    as by a whole frame (series of 1-s frames, then one of 0.5 s)."""
+    frames = series(11, CALM_CPU, {"victim": {"rq_delay": 0.15}, "noisy": {"cpu": 1.0}},
+                    preempt={"victim": {"noisy": 50.0}})
+    half = frames[-1]
+    frames.append(Frame(half.t + 0.5, 0.5, half.containers, half.preempt, half.host))
+    assert [e["t"] for e in run(frames)] == [11.5]
+
+
+def test_a_frame_is_read_just_after_the_kernels_tick_nearest_its_time():
+    from contend.watch.daemon import AFTER_TICK, on_tick
+    assert on_tick(10.0, None, 0.5, 1.0) == 10.0  # no tick seen yet: as timed
+    assert on_tick(10.1, 3.23, 0.5, 1.0) == pytest.approx(10.23 + AFTER_TICK)  # ticks at .23 and .73
+    assert on_tick(10.4, 3.23, 0.5, 1.0) == pytest.approx(10.23 + AFTER_TICK)
+    assert on_tick(10.6, 3.23, 0.5, 1.0) == pytest.approx(10.73 + AFTER_TICK)
+    assert on_tick(10.0, 3.23, 0.1, 0.15) == 10.0  # 1.5 ticks a period: its cadence kept
+
+
+def test_a_load_starting_calls_for_a_second_look_before_anyone_suffers():
+    """noisy's CPU jumps by more than the use floor: the frame it began in may show the harm diluted, so the
+    watcher looks again half a period later; a steady load (or none) calls for nothing."""
+    d = Detector()
+    frames = series(13, CALM_CPU, {"noisy": {"cpu": CALM_CPU["noisy"]["cpu"] + 0.5}})
+    said = [(d.step(f), d.pending()) for f in frames]
+    assert [p for _, p in said] == [False] * 10 + [True, False, False]
+    assert all(events == [] for events, _ in said)
+    assert d.jumped == set()
+
+
+def test_a_frame_above_the_threshold_unconfirmed_is_not_learnt_as_calm():
+    """A symptom's first frame above its threshold is no part of the baseline it is judged against: learnt, an
+    onset rising over two frames would lift the threshold with it."""
+    d = Detector()
+    frames = series(12, CALM_CPU, {"victim": {"rq_delay": 0.15}}, start=10)
+    for f in frames[:11]:
+        d.step(f)
+    assert d.rose == {("victim", "cpu")}
+    assert 0.15 not in d.base[("victim", "cpu", "rq_delay")]

@@ -160,7 +160,8 @@ def script(probes: list[Probe], period_ms: int, tenant_ids: Sequence[str] = ()) 
     body = "\n".join(p.program.replace("{tenants}", tenants) for p in probes)
     prints = " ".join(f"print(@{m});" + ("" if p.level or p.cumulative else f" clear(@{m});")
                       for p in probes for m in p.maps)
-    return f'{body}\ninterval:ms:{period_ms} {{ printf("tick %lld\\n", nsecs); {prints} }}\n'
+    # "end" closes a tick's prints: a reader that takes totals between two ticks takes whole ticks only
+    return f'{body}\ninterval:ms:{period_ms} {{ printf("tick %lld\\n", nsecs); {prints} printf("end\\n"); }}\n'
 
 
 def _raise_memlock() -> None:

@@ -387,7 +387,10 @@ class WatchCollector:
         cheap: dict[str, dict[str, float]] = {}
         for name, w in self.watched.items():
             try:
-                waited = sum(k.waited.get(i, 0.0) for i in w.ids) if self.runq is not None and w.ids else None
+                # the kernel's counts per second of the ticks they cover, not of the frame: a frame of half a
+                # period (the watcher's second look) takes one tick of two, or none
+                waited = k.rate(sum(k.waited.get(i, 0.0) for i in w.ids)) if self.runq is not None and w.ids \
+                    else math.nan
                 sig = self._cheap(name, w, now, waited)
             except OSError:
                 continue  # gone between scan and now
@@ -413,11 +416,13 @@ class WatchCollector:
                 sig = containers[name] = {**cheap[name], **detail}
                 ios = sig["io_ios"]
                 sig["io_wait_ms"] = sig["io_psi"] * 1e3 / ios if ios >= 1 and math.isfinite(sig["io_psi"]) else math.nan
-        return Frame(now - self.clock0, dt, containers, by_victim(k.preemptions, by_id, dt),
-                     self._host(dt, containers), by_victim(k.took, by_id, dt))
+        span = k.span if self.runq is not None else dt
+        return Frame(now - self.clock0, dt, containers, by_victim(k.preemptions, by_id, span),
+                     self._host(dt, containers), by_victim(k.took, by_id, span))
 
-    def _cheap(self, name: str, w: Watched, now: float, waited: float | None) -> dict[str, float] | None:
-        """Its signals read every period: CPU use and throttling, run-queue delay, PSI (None: its first)."""
+    def _cheap(self, name: str, w: Watched, now: float, waited: float) -> dict[str, float] | None:
+        """Its signals read every period: CPU use and throttling, run-queue delay (`waited`, s/s: eBPF's; nan
+        without it), PSI (None: its first)."""
         st = w.cgroup.stats(detail=False)
         psi = w.unified.some_totals() if w.unified is not None else {}
         prev = self._prev.get(name)
@@ -432,7 +437,7 @@ class WatchCollector:
             "cpu": max(0, st.cpu_usage_ns - p.cpu_usage_ns) * 1e-9 / dt,
             "cpu_quota": quota if quota is not None else math.nan,
             "throttled": (st.nr_throttled - p.nr_throttled) / periods if periods > 0 else 0.0,
-            "rq_delay": waited / dt if waited is not None else math.nan,
+            "rq_delay": waited,
             "mem_limit": float(mem_limit) if mem_limit is not None else math.nan,
         }
         for res, key in (("cpu", "cpu_psi"), ("memory", "mem_psi"), ("io", "io_psi")):

@@ -23,6 +23,22 @@ from .handoff import GuardHandoff
 from .signals import Frame
 
 HOOK_TIMEOUT_S = 30.0  # a hook running longer is killed with its process group
+# a symptom above its threshold for one frame is confirmed (or not) by a frame this share of a period later,
+# not a whole period later: the verdict comes half a period sooner, the cadence of the rest is kept
+CONFIRM = 0.5
+# a frame is read this long after one of the kernel's ticks (its maps printed and parsed by then): the eBPF
+# counts it takes end where its cgroup readings do, not up to a tick interval earlier
+AFTER_TICK = 0.05
+
+
+def on_tick(t: float, tick_at: float | None, every: float, period: float) -> float:
+    """The time `t` moved to AFTER_TICK past the eBPF tick nearest it, the ticks coming `every` seconds from
+    `tick_at` (pure): a frame and its second look then take whole ticks. `t` itself before the first tick, and
+    where the period is no whole number of ticks (its cadence is kept)."""
+    ticks = period / every
+    if tick_at is None or abs(ticks - round(ticks)) > 1e-6:
+        return t
+    return tick_at + AFTER_TICK + round((t - AFTER_TICK - tick_at) / every) * every
 
 
 class WatchMetrics:
@@ -189,11 +205,21 @@ class Watcher:
             print(f"contend: watch hook not run for {e['event']} {e['victim']} {e['resource']}: "
                   f"{self.hooks.max_running} still running", file=sys.stderr)
 
+    def on_tick(self, t: float) -> float:
+        runq = self.collector.runq
+        return on_tick(t, runq.tick_at, runq.period, self.cfg.period) if runq is not None else t
+
     def run(self, stop: threading.Event | None = None, duration: float | None = None,
             after_step: Callable[["Watcher"], None] | None = None) -> None:
         stop = stop or threading.Event()
         end = None if duration is None else time.monotonic() + duration
         cpu0 = time.thread_time()
+
+        def look() -> None:
+            self.step()
+            if after_step is not None:
+                after_step(self)
+
         try:
             self.scan()
             self._last_scan = time.monotonic()
@@ -203,10 +229,12 @@ class Watcher:
                 stop.wait(max(0.0, next_at - time.monotonic()))
                 if stop.is_set():
                     break
-                next_at += self.cfg.period
-                self.step()
-                if after_step is not None:
-                    after_step(self)
+                took_at, next_at = next_at, self.on_tick(next_at + self.cfg.period)
+                look()
+                if self.detector.pending():  # the second look, within the period (one per period)
+                    stop.wait(max(0.0, self.on_tick(took_at + CONFIRM * self.cfg.period) - time.monotonic()))
+                    if not stop.is_set() and time.monotonic() < next_at - 0.2 * self.cfg.period:
+                        look()
         finally:
             self.cpu_s += time.thread_time() - cpu0
             self.close()

@@ -18,6 +18,7 @@ of its time, a writer that wakes often preempts it hundreds of times and takes l
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -128,6 +129,11 @@ class Taken:
     preemptions: dict[tuple[str, str], float] = field(default_factory=dict)  # (victim, preemptor) -> count
     took: dict[tuple[str, str], float] = field(default_factory=dict)  # (waiting, ran meanwhile) -> seconds
     rtt_ms: dict[str, float] = field(default_factory=dict)  # netns -> mean smoothed RTT of its ACKs
+    span: float = 0.0  # seconds of the kernel's counting these totals cover (0: no tick printed since the last)
+
+    def rate(self, seconds: float) -> float:
+        """Seconds (of waiting, of CPU taken) counted in the span, per second of it (nan: no span)."""
+        return seconds / self.span if self.span > 0 else math.nan
 
 
 class RunqProbe(BpftraceProbes):
@@ -142,6 +148,11 @@ class RunqProbe(BpftraceProbes):
         self._pre: dict[tuple[str, str], float] = {}
         self._took: dict[tuple[str, str], float] = {}  # (waiting cgroup, cgroup that ran) -> ns
         self._rtt: dict[str, list[float]] = {}  # netns -> [sum of srtt µs, ACKs]
+        # a tick's maps, kept apart until its "end": totals are taken by whole ticks, so their span is known
+        self._tick: tuple[int, list[tuple[str, str, float]]] | None = None  # (its nsecs, its (map, key, value))
+        self._ticks: list[int] = []  # the nsecs of the whole ticks since the last take
+        self._taken_ns: int | None = None  # the last tick taken (the start of the next span)
+        self.tick_at: float | None = None  # the last whole tick, in time.monotonic() seconds (the kernel's clock)
         self.start_cpu_s = 0.0  # what bpftrace spent starting (compiling, attaching): once, not per second
 
     def _read(self, probes: list[Probe], ready: threading.Event) -> None:
@@ -155,28 +166,47 @@ class RunqProbe(BpftraceProbes):
                 self.attached, self.tracepoints = [p.name for p in probes], {p.name: p.tracepoint for p in probes}
                 self.start_cpu_s = self.cpu_seconds()
                 ready.set()
-            elif msg.get("type") == "map" and isinstance(msg.get("data"), dict):
-                with self._lock:
-                    for name, by_key in msg["data"].items():
-                        if not isinstance(by_key, dict):
-                            continue
-                        for key, v in by_key.items():
-                            if name == "@rq_ns":
-                                self._rq[str(key)] = self._rq.get(str(key), 0.0) + float(v)
-                            elif name in ("@pre", "@took"):
-                                pair = self._pre if name == "@pre" else self._took
-                                victim, _, by = str(key).partition(",")
-                                pair[(victim, by)] = pair.get((victim, by), 0.0) + float(v)
-                            elif name in ("@rtt_us", "@rtt_n"):
-                                self._rtt.setdefault(str(key), [0.0, 0.0])[name == "@rtt_n"] += float(v)
+            elif msg.get("type") == "printf":
+                said = str(msg.get("data", "")).split()
+                if said[:1] == ["tick"] and len(said) == 2:
+                    self._tick = (int(said[1]), [])
+                elif said == ["end"] and self._tick is not None:
+                    self._add(*self._tick)
+                    self._tick = None
+            elif msg.get("type") == "map" and isinstance(msg.get("data"), dict) and self._tick is not None:
+                for name, by_key in msg["data"].items():
+                    if isinstance(by_key, dict):
+                        self._tick[1].extend((name, str(key), float(v)) for key, v in by_key.items())
+
+    def _add(self, ns: int, entries: list[tuple[str, str, float]]) -> None:
+        """One whole tick's maps, added to the totals the next take() returns."""
+        with self._lock:
+            self._ticks.append(ns)
+            self.tick_at = ns / 1e9
+            for name, key, v in entries:
+                if name == "@rq_ns":
+                    self._rq[key] = self._rq.get(key, 0.0) + v
+                elif name in ("@pre", "@took"):
+                    pair = self._pre if name == "@pre" else self._took
+                    victim, _, by = key.partition(",")
+                    pair[(victim, by)] = pair.get((victim, by), 0.0) + v
+                elif name in ("@rtt_us", "@rtt_n"):
+                    self._rtt.setdefault(key, [0.0, 0.0])[name == "@rtt_n"] += v
 
     def take(self) -> "Taken":
         """What the kernel counted since the last take."""
         with self._lock:
-            rq, pre, took, rtt = self._rq, self._pre, self._took, self._rtt
-            self._rq, self._pre, self._took, self._rtt = {}, {}, {}, {}
+            rq, pre, took, rtt, ticks = self._rq, self._pre, self._took, self._rtt, self._ticks
+            self._rq, self._pre, self._took, self._rtt, self._ticks = {}, {}, {}, {}, []
+        # the span from the last tick taken before to the last taken now, by the kernel's clock (the first
+        # take: the ticks' number of periods); a frame shorter than a tick may take none
+        span = 0.0
+        if ticks:
+            start = self._taken_ns
+            span = (ticks[-1] - start) / 1e9 if start is not None and ticks[-1] > start else len(ticks) * self.period
+            self._taken_ns = ticks[-1]
         return Taken({k: v * 1e-9 for k, v in rq.items()}, pre, {k: v * 1e-9 for k, v in took.items()},
-                     {k: s / n / 1e3 for k, (s, n) in rtt.items() if n > 0})
+                     {k: s / n / 1e3 for k, (s, n) in rtt.items() if n > 0}, span)
 
     def cpu_seconds(self) -> float:
         """CPU-seconds bpftrace has used so far (user + system, its own process: the kernel-side programs run
