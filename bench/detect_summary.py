@@ -1,7 +1,7 @@
 """A detect study's trials side by side: per study, runtime and case, found and ranked first, the detection
 latency from the antagonist's first use (median and 95th percentile over the trials), false blames, and the
-same pooled over every antagonist trial of the study, with the watch's own CPU (its loop and bpftrace, each trial's median).
-Several studies (the code before and after a change, run in the same minutes) print one block each.
+same pooled over every antagonist trial of the study, with the watch's own CPU (its loop and bpftrace, each
+trial's median). Several studies (the code before and after a change, run in the same minutes) print one block each.
 
     .venv/bin/python bench/detect_summary.py /var/tmp/d51b/old1 /var/tmp/d51b/new1
 """
@@ -48,8 +48,8 @@ def summary(out: Path) -> None:
     timed = len([x for x in every if math.isfinite(x)])
     cost = [v for m in cells.values() for v in m["watch_cpu_pct"]]
     print(f"  all: found {sum(found):.0f}/{len(found)}, false blames {false:.0f}, latency over {timed} trials: "
-          f"p50 {pct(every, 50):.2f} s, p95 {pct(every, 95):.2f} s; the watch (loop and bpftrace) {pct(cost, 50):.2f} % of a CPU "
-          "(median of the trials)")
+          f"p50 {pct(every, 50):.2f} s, p95 {pct(every, 95):.2f} s; the watch (loop and bpftrace) "
+          f"{pct(cost, 50):.2f} % of a CPU (median of the trials)")
 
 
 if __name__ == "__main__":
