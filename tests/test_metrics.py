@@ -212,6 +212,32 @@ def test_aggregate_groups_cells():
     assert agg["value"] == pytest.approx(1.0) and agg["n"] == 3 and agg["ci_low"] < 1.0 < agg["ci_high"]
 
 
+def test_a_cells_interval_stays_within_its_metrics_logical_range():
+    # three detect trials' coverage 0.82, 0.98, 1.00: Student t gives 0.69-1.18, and no share is above 1
+    m, lo, hi, n = mean_ci([0.82, 0.98, 1.0], metric="coverage")
+    assert (m, n) == (pytest.approx(0.9333333), 3) and lo == pytest.approx(0.68825, abs=1e-4) and hi == 1.0
+    assert mean_ci([0.82, 0.98, 1.0])[2] > 1.0  # what the interval says unclipped
+    assert mean_ci([0.0, 0.0, 2.0], metric="false_blames")[1] == 0.0  # a count never below 0
+    rows = [{"runtime": "runc", "scenario": s, "resource": "cpu", "view": "host", "metric": metric, "value": v}
+            for s, metric, vals in (("a", "isol_p05", (0.7, 1.0, 1.0)), ("b", "I_plr", (0.9, 1.1, 1.3)))
+            for v in vals]
+    cells = {r["metric"]: r for r in aggregate(rows)}
+    assert cells["isol_p05"]["ci_high"] == 1.0 and cells["isol_p05"]["ci_low"] < 0.9
+    assert cells["I_plr"]["ci_high"] > 1.3  # a retention may exceed 1 (the abiding tenant gained): not clipped
+    assert math.isnan(mean_ci([0.5], metric="coverage")[1])
+
+
+def test_a_clipped_interval_is_shown_as_its_two_ends_not_plus_minus():
+    from contend.kinds.guard.report import compact
+    from contend.report.table import ci_text, mean_text
+    clipped = {"value": 0.9333, "ci_low": 0.75, "ci_high": 1.0, "n": 3}
+    assert ci_text(clipped, brackets=False) == "0.93 [0.75, 1.00]"
+    assert mean_text(clipped, ".2f") == compact(clipped) == "0.93 [0.75, 1.00]"
+    centred = {"value": 0.9333, "ci_low": 0.8, "ci_high": 1.0666, "n": 3}
+    assert ci_text(centred, brackets=False) == compact(centred) == "0.93±0.13"
+    assert mean_text(centred, ".2f") == "0.93 ±0.13"
+
+
 def _synthetic_trial(drop: float):
     """Baseline 0-4 s, then 4 steps of 2 s; the abiding tenant loses `drop` × W_d (host CPUs on 2 CPUs)."""
     steps = [StepWindow(0, "baseline", 0.0, 4.0, {"abiding": 0.5, "disruptive": 0.0})]

@@ -6,9 +6,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .bounds import clip
 
-def mean_ci(values: Iterable[float] | np.ndarray, level: float = 0.95) -> tuple[float, float, float, int]:
-    """(mean, ci_low, ci_high, n) over the finite values; the CI is nan for n < 2."""
+
+def mean_ci(values: Iterable[float] | np.ndarray, level: float = 0.95,
+            metric: str = "") -> tuple[float, float, float, int]:
+    """(mean, ci_low, ci_high, n) over the finite values; the CI is nan for n < 2, and within `metric`'s bounds
+    (a share's never above 1: bounds.clip)."""
     v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=float)
     n = len(v)
     if n == 0:
@@ -18,7 +22,7 @@ def mean_ci(values: Iterable[float] | np.ndarray, level: float = 0.95) -> tuple[
         return m, math.nan, math.nan, n
     from scipy import stats  # about half a second to import: only where an interval is computed
     half = float(stats.t.ppf((1 + level) / 2, n - 1) * v.std(ddof=1) / math.sqrt(n))
-    return m, m - half, m + half, n
+    return m, *clip(metric, m - half, m + half), n
 
 
 def similarity_ci(i_int_free: Sequence[float] | np.ndarray, i_plr: Sequence[float] | np.ndarray,
@@ -61,7 +65,7 @@ def aggregate(rows: list[dict]) -> list[dict]:
             cells.setdefault((*key, r["metric"]), []).append(r["value"])
     out = []
     for (rt, sc, res, view, metric), values in cells.items():
-        mean, lo, hi, n = mean_ci(values)
+        mean, lo, hi, n = mean_ci(values, metric=metric)
         out.append({"runtime": rt, "scenario": sc, "resource": res, "view": view, "metric": metric,
                     "value": mean, "ci_low": lo, "ci_high": hi, "n": n})
     for (rt, sc, res, view), trials in pairs.items():

@@ -14,13 +14,31 @@ from rich.table import Table
 from rich.text import Text
 
 
+def clipped(r: dict) -> bool:
+    """Whether a row's interval is not centred on its mean: clipped at its metric's edge (metrics.bounds), where
+    ± half its width would misstate both ends."""
+    below, above = r["value"] - r["ci_low"], r["ci_high"] - r["value"]
+    return abs(above - below) > 1e-9 * max(1.0, abs(r["value"]))
+
+
+def spread(r: dict, fmt: str, sep: str = "") -> str:
+    """What follows a mean: `sep`±half its 95 % interval, or ` [low, high]` where the interval was clipped; ''
+    without one (n < 2)."""
+    if r["n"] < 2 or not math.isfinite(r["ci_low"]):
+        return ""
+    if clipped(r):
+        return f" [{format(r['ci_low'], fmt)}, {format(r['ci_high'], fmt)}]"
+    return f"{sep}±{format((r['ci_high'] - r['ci_low']) / 2, fmt.lstrip('+'))}"
+
+
 def ci_text(r: dict, brackets: bool) -> str:
-    """mean ± half-width (terminal) or mean [low, high] (files); the mean alone when n < 2."""
+    """mean ± half-width (terminal) or mean [low, high] (files, and where the interval was clipped); the mean
+    alone when n < 2."""
     if r["n"] < 2 or math.isnan(r["ci_low"]):
         return f"{r['value']:.2f}"
     if brackets:
         return f"{r['value']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
-    return f"{r['value']:.2f}±{(r['ci_high'] - r['ci_low']) / 2:.2f}"
+    return f"{r['value']:.2f}{spread(r, '.2f')}"
 
 
 def cell(r: dict | None) -> str:
@@ -41,13 +59,11 @@ def untrusted(text) -> Text:
 
 # ------------------------------------------------------------------ captioned text tables (parallel, victim)
 def mean_text(r: dict | None, fmt: str, suffix: str = "") -> str | None:
-    """mean[suffix] ± half the 95 % interval (n >= 2); None where nothing was measured."""
+    """mean[suffix] ± half the 95 % interval (n >= 2; [low, high] where it was clipped); None where nothing was
+    measured."""
     if r is None or not math.isfinite(r["value"]):
         return None
-    text = format(r["value"], fmt) + suffix
-    if r["n"] >= 2 and math.isfinite(r["ci_low"]):
-        text += f" ±{format((r['ci_high'] - r['ci_low']) / 2, fmt.lstrip('+'))}"
-    return text
+    return format(r["value"], fmt) + suffix + spread(r, fmt, " ")
 
 
 @dataclass

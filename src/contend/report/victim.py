@@ -53,15 +53,17 @@ def bars_figure(rows: list[dict], runtimes: list[str], phases: list[str], groups
     for ax, (metric, label, unit) in zip(axes, groups):
         drawn: list[float] = []
         for j, ph in enumerate(phases):
-            xs, ys, err = [], [], []
+            xs, ys, below, above = [], [], [], []
             for i, rt in enumerate(runtimes):
                 r = idx.get((rt, ph, metric))
                 if r is None or not math.isfinite(r["value"]):
                     continue
                 xs.append(i + (j - (len(phases) - 1) / 2) * width)
                 ys.append(r["value"])
-                err.append((r["ci_high"] - r["ci_low"]) / 2 if math.isfinite(r["ci_low"]) else 0)
-            ax.bar(xs, ys, width, yerr=err, capsize=2, label=ph)
+                known = math.isfinite(r["ci_low"])  # an interval clipped at its metric's edge is not symmetric
+                below.append(r["value"] - r["ci_low"] if known else 0)
+                above.append(r["ci_high"] - r["value"] if known else 0)
+            ax.bar(xs, ys, width, yerr=[below, above], capsize=2, label=ph)
             drawn += ys
         ax.set_xticks(range(len(runtimes)), runtimes)
         if drawn and min(drawn) > 0:

@@ -18,6 +18,7 @@ from ...metrics import Samples
 from ...paths import write_text
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, failures, kind_page, publish, write_page
+from ...report.table import spread
 from ...store import Store
 from .metrics import delivery, guest_metrics, protection_metrics
 
@@ -172,13 +173,12 @@ def side_by_side(rows: list[dict], failures: dict[str, str]) -> dict[str, list[l
 
 
 def compact(r: dict) -> str:
-    """mean ± half its 95 % interval, with as many decimals as a figure of its size needs (MB/s in whole
-    numbers, shares in hundredths), so the terminal's tables fit 80 columns."""
+    """mean ± half its 95 % interval ([low, high] where it was clipped at its metric's edge), with as many
+    decimals as a figure of its size needs (MB/s in whole numbers, shares in hundredths), so the terminal's tables
+    fit 80 columns."""
     v = r["value"]
     places = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2  # the interval with the value's own places
-    if r["n"] < 2 or math.isnan(r["ci_low"]):
-        return f"{v:.{places}f}"
-    return f"{v:.{places}f}±{(r['ci_high'] - r['ci_low']) / 2:.{places}f}"
+    return f"{v:.{places}f}{spread(r, f'.{places}f')}"
 
 
 def _rank(label: str) -> tuple[int, str]:
