@@ -14,21 +14,17 @@ from rich.table import Table
 from rich.text import Text
 
 
-def clipped(r: dict) -> bool:
-    """Whether a row's interval is not centred on its mean: clipped at its metric's edge (metrics.bounds), where
-    ± half its width would misstate both ends."""
-    below, above = r["value"] - r["ci_low"], r["ci_high"] - r["value"]
-    return abs(above - below) > 1e-9 * max(1.0, abs(r["value"]))
-
-
 def spread(r: dict, fmt: str, sep: str = "") -> str:
-    """What follows a mean: `sep`±half its 95 % interval, or ` [low, high]` where the interval was clipped; ''
-    without one (n < 2)."""
+    """What follows a mean: `sep`±half its 95 % interval, or ` [low, high]` where the interval is not centred on
+    the mean at the shown precision (clipped at its metric's edge, metrics.bounds; a bootstrap's): there ±
+    half its width would misstate both ends. '' without one (n < 2)."""
     if r["n"] < 2 or not math.isfinite(r["ci_low"]):
         return ""
-    if clipped(r):
+    plain = fmt.lstrip("+")
+    below, above = (format(abs(x), plain) for x in (r["value"] - r["ci_low"], r["ci_high"] - r["value"]))
+    if below != above:
         return f" [{format(r['ci_low'], fmt)}, {format(r['ci_high'], fmt)}]"
-    return f"{sep}±{format((r['ci_high'] - r['ci_low']) / 2, fmt.lstrip('+'))}"
+    return f"{sep}±{format((r['ci_high'] - r['ci_low']) / 2, plain)}"
 
 
 def ci_text(r: dict, brackets: bool) -> str:
