@@ -286,6 +286,18 @@ def test_real_files_kept_open_read_anew_each_time_dropped_when_removed_and_proce
     assert kept.fds == {}
 
 
+def test_a_kernel_file_longer_than_one_read_is_read_whole_even_where_a_read_comes_back_short():
+    """A kernel seq file may hand back less than asked while it has more (/proc/kallsyms: a page's worth of its
+    5 MB a read here): a short read is not its end, so read_text and KeptOpen read on until a read is empty."""
+    whole = Path("/proc/kallsyms").read_text()
+    assert len(whole) > 65536
+    assert read_text("/proc/kallsyms") == whole
+    kept = KeptOpen()
+    with kept.active():
+        assert read_text("/proc/kallsyms") == whole and read_text("/proc/kallsyms") == whole  # kept, read again
+    kept.close()
+
+
 def test_files_kept_open_beyond_the_limit_are_read_and_closed(tmp_path):
     files = [tmp_path / f"f{i}" for i in range(3)]
     for i, f in enumerate(files):

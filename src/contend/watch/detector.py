@@ -282,7 +282,9 @@ class Detector:
         hard = any(f.get(name, e) > 0 for e in self.rules[res].events)  # an OOM kill, say
         worst: tuple[float, str, float, float, float] | None = None  # (value / threshold, …)
         for sig, value, floor in self.symptoms(f, name, res):
-            base = self.base.setdefault((name, res, sig), deque(maxlen=self._nbase))
+            base = self.base.get((name, res, sig))
+            if base is None:  # made once (setdefault would build a deque every container, resource and frame)
+                base = self.base[(name, res, sig)] = deque(maxlen=self._nbase)
             readings.append((name, res, value, base))
             if len(base) < self.warmup and not hard:
                 continue
@@ -379,7 +381,7 @@ class Detector:
         unknown use: settled; its first frame: not)."""
         if len(self.recent) < 2:
             return False
-        before, now = (self.use(fr, name, res) for fr in list(self.recent)[-2:])
+        before, now = self.use(self.recent[-2], name, res), self.use(self.recent[-1], name, res)
         if not (math.isfinite(before) and math.isfinite(now)):
             return True
         return abs(now - before) < max(self.rules[res].use_floor, SETTLED * max(abs(now), abs(before)))

@@ -54,6 +54,9 @@ WRITEBACK = "writeback"  # the disk's writes charged to no watched container
 STEAL = "steal"  # the hypervisor, running something else on the host's CPUs (its use: host steal)
 
 
+NOTHING: dict[str, float] = {}  # a container not in a frame: no signal (never written to)
+
+
 @dataclass
 class Frame:
     """One period: t is its end in seconds since the watch started, dt its length."""
@@ -68,7 +71,7 @@ class Frame:
     taken: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def get(self, name: str, signal: str) -> float:
-        return self.containers.get(name, {}).get(signal, math.nan)
+        return self.containers.get(name, NOTHING).get(signal, math.nan)
 
     def to_json(self) -> str:
         def clean(d: dict) -> dict:  # JSON has no nan: a signal not there is left out
