@@ -251,6 +251,22 @@ def test_contend_told_nothing_caps_nobody_until_contention_then_learns_the_disk(
     assert trace[-1][2].capacity == pytest.approx(1.02 * C)  # a little above the most the disk delivered
 
 
+def test_contend_told_nothing_climbs_fast_back_to_the_level_that_hurt():
+    """The first pre-emption's estimate reads the disk low (0.63 C: a period before the burst in its mean), but
+    the level that hurt is what the disk delivered in the saturated period (C): up to 0.9 × that the estimate
+    climbs at full speed, ten times slower only above. Within the 100 periods a real burst lasts (10 s), the
+    burst got 0.58 of what the victim left when the hurt level was the mean too; now more than 0.8, the victim
+    as well off."""
+    trace = told(math.inf, periods=120)
+    learnt = next(k for k, (_, _, d) in enumerate(trace) if math.isfinite(d.capacity))
+    assert trace[learnt][2].capacity < 0.7 * C and trace[learnt][2].state["hurt_at"] == pytest.approx(C)
+    burst = trace[learnt:learnt + 100]
+    assert np.mean([g["burst"] for g, _, _ in burst]) >= 0.8 * (C - 200)
+    assert min(g["victim"] for g, _, _ in burst[3:]) >= 199
+    reached = next(k for k, (_, _, d) in enumerate(burst) if d.capacity >= 0.9 * C)
+    assert reached <= 35  # 0.27 C at 0.0102 C a period, after the three periods' hold
+
+
 def test_contend_told_nothing_follows_a_disk_that_slows_as_told_right_does():
     """The disk drops to 0.6 C at period 100: told nothing ends where told C does (within 5 %), with the
     victim as well off."""

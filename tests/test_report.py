@@ -2,6 +2,7 @@
 page, `contend report` as an unprivileged user on a copied directory, and report.html in headless Chromium."""
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from contend.kinds.guard.report import (
     disk_notes,
     references,
     run_timeline_figure,
+    victim_reference,
     workload_figure,
 )
 from contend.kinds.isolation.analyze import analyze, trial_curves
@@ -159,12 +161,14 @@ def test_guard_workload_figure_has_one_victim_line_per_policy():
     assert ax.get_xlabel() == "time since the burst started (s)"
 
 
-def paired_run(ident: str, policy: str, started: float, victim: float, neighbour: float, wl: str = "w1") -> Run:
+def paired_run(ident: str, policy: str, started: float, victim: float, neighbour: float, wl: str = "w1",
+               before: float = 1e8) -> Run:
     """A run whose tenants write at constant rates during its burst (5-15 s), bytes/s."""
     t = np.arange(0, 20, 0.1) + 0.05
     during = (t >= 5.0) & (t < 15.0)
-    trial = {"trial_id": ident, "workload": wl, "policy": policy, "started_at": started, "repetition": 1}
-    return Run(trial, None, (5.0, 15.0), t, np.where(during, victim, 1e8), np.where(during, neighbour, 1e8))
+    trial = {"trial_id": ident, "workload": wl, "policy": policy, "started_at": started, "repetition": 1,
+             "params": {"victim": 0.02}, "capacity": {"disk_write_bw_bytes_s": 5e9}}  # it asks for 1e8 bytes/s
+    return Run(trial, None, (5.0, 15.0), t, np.where(during, victim, before), np.where(during, neighbour, 1e8))
 
 
 def test_each_policy_run_is_judged_against_the_none_runs_right_before_and_after_it():
@@ -189,6 +193,23 @@ def test_each_policy_run_is_judged_against_the_none_runs_right_before_and_after_
     assert "work conservation n/a for a, c: no run under no policy right before or after it" in old_notes
     fast = runs[:4] + [paired_run("c", "contend", 4, 2e8, 2.5e9), runs[5]]  # more than its references gave
     assert "work conservation bounded at 1 for c" in " ".join(disk_notes(fast, references(fast))["w1"])
+
+
+def test_a_victim_that_never_got_its_rate_is_judged_against_what_it_did_before_the_burst():
+    """A latency-bound victim asks 100 MB/s and does 25 before every burst under no policy: it is judged against
+    25 (against 100 every policy scored 0.25 at best), and the notes say so. One that got its rate is judged
+    against the rate, as before, and a run without references too."""
+    slow = [paired_run("n1", "none", 1, 1e6, 2e9, before=2.4e7), paired_run("c", "contend", 2, 2.5e7, 1e9,
+            before=2.5e7), paired_run("n2", "none", 3, 2e6, 2e9, before=2.6e7)]
+    refs = references(slow)
+    assert victim_reference(slow[1], refs["c"]) == pytest.approx(2.5e7)
+    assert victim_reference(slow[0], refs["n1"]) == pytest.approx(2.4e7)
+    assert "the victim asked 100 MB/s and did 25 MB/s before the burst under no policy (2 run(s))" in " ".join(
+        disk_notes(slow, refs)["w1"])
+    fast = [paired_run("n1", "none", 1, 1e6, 2e9, before=1.03e8), paired_run("c", "contend", 2, 1e8, 1e9)]
+    assert victim_reference(fast[1], references(fast)["c"]) == pytest.approx(1e8)  # at most the rate it asks
+    assert "the victim asked" not in " ".join(disk_notes(fast, references(fast))["w1"])
+    assert math.isnan(victim_reference(fast[1], []))
 
 
 def test_the_guard_table_fits_80_columns_in_a_pipe():

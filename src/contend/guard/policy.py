@@ -291,7 +291,13 @@ class ContendPolicy(Policy):
             # disk low: reading the saturated one instead gave the neighbour 0.05 more of the spare and delayed
             # the victim's recovery from ~0.95 s to 1.0-4.9 s, interleaved A/B, docs/results.md 2026-11-27)
             delivered = sum(_mean_tail(t.usage, 2) for t in inp.targets)
-            bad = min(est, delivered)
+            # the level that hurt is what the disk delivered in the saturated period, the later or the larger of
+            # the two: the mean reads a burst's first pre-emption low (a period before the burst in it), and the
+            # estimate then sat just above the level it treats as the limit, climbing ten times slower from
+            # 0.63 C on a simulated disk delivering C (told nothing: work conservation 0.58 over a 10 s burst;
+            # 0.56 on this VM's disk). The estimate itself still drops below the mean: the victim first
+            saturated_period = max(sum(float(t.usage[-k]) for t in inp.targets if len(t.usage) >= k) for k in (1, 2))
+            bad = min(est, max(delivered, saturated_period))
             # the limit shown now: no floor at half a number told too high (its first drop stopped at 1.3 GB/s
             # told 2.6, the disk delivering 1.0: the victim waited 2 s more, docs/results.md). Only when somebody
             # wanted more than it got: a steady neighbour catching up after a stall is above its lifeline, not
@@ -299,7 +305,7 @@ class ContendPolicy(Policy):
             # estimate 102 MB/s before any burst, the burst then 0.05 of the spare: guard-shapes, 2026-11-28)
             if limit_shown:
                 learnt, cap_max = True, min(cap_max, (1 + self.probe) * peak)
-            was, est = est, max(self.lowest * cap_max, self.backoff * bad)
+            was, est = est, max(self.lowest * cap_max, self.backoff * min(est, delivered))
             hold = 3
             if est < was:  # said when it changes: at `lowest` already, a pre-emption moves nothing
                 said = (f"{', '.join(preempted)} pre-empted while the disk delivered {delivered / 1e6:.0f} MB/s: "

@@ -5,8 +5,10 @@ over its work before, p05 and mean) and latency impact; Aridac by whether the vi
 how long the burst took. Here, for one run of a workload under one policy:
 
 - isol: per whole second of the burst (counted from its start), the victim's mean throughput in it / the rate
-  it asks for (else its throughput before the burst), at most 1 (DESIGN §3, resctl-bench's: a 100 ms squeeze
-  the victim made up for within its second costs nothing; one it did not costs its share of the second);
+  it asks for (else its throughput before the burst; a study takes the lower of the rate and what the victim did
+  before the burst in its references under no policy: report.victim_reference), at most 1 (DESIGN §3,
+  resctl-bench's: a 100 ms squeeze the victim made up for within its second costs nothing; one it did not costs
+  its share of the second);
   `isol_mean` and `isol_p05` (the 5th percentile: the worst seconds). Studies before 2026-11-27 took them on
   100 ms buckets (docs/results.md says which).
 - lat_imp: the victim's mean latency during the burst / before it, - 1 (0: no impact).
