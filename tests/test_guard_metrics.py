@@ -86,6 +86,14 @@ def test_latency_impact_and_guest_isolation():
     assert m["lat_imp"] == pytest.approx(2.0) and m["isol_mean"] == pytest.approx(0.75)
 
 
+def test_a_victim_faster_during_the_burst_has_no_latency_impact():
+    """DESIGN §3 (resctl-bench's): lat_imp = max(lat / base_lat - 1, 0). A victim at 0.5 of its latency before the
+    burst (a neighbour that stopped, a disk warming up) scores 0, not -0.5: no impact is the best there is."""
+    v, _ = run(200.0, 0.0)
+    lat = np.where((T >= START) & (T < END), 0.5, 1.0)
+    assert guest_metrics(T, v, T, lat, START, END)["lat_imp"] == 0.0
+
+
 def test_tail_latency_impact_is_the_p99_of_every_io():
     """1000 I/Os before the burst at 1 ms, 1000 during it: 980 at 1 ms and 20 at 50 ms. The mean of the
     buckets barely moves (× 2), the tail does (p99 from 1 to 50 ms)."""

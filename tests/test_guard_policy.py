@@ -195,6 +195,19 @@ def test_contend_hands_a_wanting_victim_its_fair_share_back():
     assert trace[-1][0]["victim"] >= 0.45 * C  # weights 1:1 → half
 
 
+@pytest.mark.parametrize("told", [C, math.inf])
+def test_a_victim_living_above_an_equal_share_keeps_its_lifeline(told):
+    """A victim living at 0.6 C beside a neighbour at 0.1 C that bursts to 3 C. The first estimate reads the disk
+    low (0.77 C: a period before the burst in its mean), and equal shares of it held the victim at 0.38 C by its
+    own cap (isol 0.84 told C, 0.78 told nothing, for good: at its cap it is never counted pre-empted). Its
+    lifeline from before the burst is kept first now; the neighbour gets what is left."""
+    demand = lambda k: {"victim": 600.0, "burst": 100.0 if k < 20 else 3000.0}  # noqa: E731
+    trace = simulate(ContendPolicy(), demand, 120, told, lambda k: C)
+    victim = np.array([g["victim"] for g, _, _ in trace[23:]])
+    assert victim.min() >= 0.99 * 600
+    assert np.mean([g["burst"] for g, _, _ in trace[-50:]]) >= 0.6 * (C - 600)
+
+
 def test_weights_give_a_priority_target_more():
     inp = PolicyInput([TargetView("a", np.full(5, 500.0), cap=500.0, weight=3),
                        TargetView("b", np.full(5, 500.0), cap=500.0)], C, 1.0)

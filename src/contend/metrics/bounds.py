@@ -20,7 +20,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
                      "all_named"), UNIT),
     **dict.fromkeys(("latency_s", "latency_p50_s", "latency_p95_s", "latency_request_s", "request_p50_s",
                      "request_p95_s", "blames", "correct_blames", "false_blames", "false_per_h", "watch_cpu_pct",
-                     "harmed_periods", "oom_kills", "reclaim_s", "burst_completion_s",
+                     "harmed_periods", "oom_kills", "reclaim_s", "burst_completion_s", "lat_imp", "lat_p99_imp",
                      "read_lat_us", "write_lat_us", "read_p50_us", "write_p50_us", "read_p99_us", "write_p99_us",
                      "lat_ms", "tps", "read_iops", "write_iops", "read_iops_min", "write_iops_min"), NON_NEGATIVE),
 }

@@ -11,7 +11,8 @@ how long the burst took. Here, for one run of a workload under one policy:
   its share of the second);
   `isol_mean` and `isol_p05` (the 5th percentile: the worst seconds). Studies before 2026-11-27 took them on
   100 ms buckets (docs/results.md says which).
-- lat_imp: the victim's mean latency during the burst / before it, - 1 (0: no impact).
+- lat_imp: the victim's mean latency during the burst / before it, - 1, at least 0 (DESIGN §3, resctl-bench's
+  max(lat / base_lat - 1, 0): a victim faster during the burst was not impacted, and is not "better than none").
 - lat_p99_imp: the same for the 99th percentile of every I/O's latency (the tail a user sees).
 - neighbour_mb_s: the neighbour's mean throughput during the burst, MB/s: the work a policy let it do
   (its burst is a fixed amount of I/O, so this is that amount over burst_completion_s).
@@ -151,13 +152,13 @@ def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray,
 
 def impact(t: np.ndarray, v: np.ndarray, burst_start: float, burst_end: float, warmup_s: float,
            stat: Callable[[np.ndarray], float] = np.mean) -> float:
-    """stat(v) during the burst / stat(v) before it (after the warm-up) - 1; nan if either is empty."""
+    """stat(v) during the burst / stat(v) before it (after the warm-up) - 1, at least 0; nan if either is empty."""
     before = _window(t, v, min(warmup_s, burst_start / 2), burst_start)
     during = _window(t, v, burst_start, burst_end)
     if not len(before) or not len(during):
         return math.nan
     base = float(stat(before))
-    return float(stat(during)) / base - 1 if base > 0 else math.nan
+    return max(float(stat(during)) / base - 1, 0.0) if base > 0 else math.nan
 
 
 def p99(v: np.ndarray) -> float:
