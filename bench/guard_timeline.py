@@ -1,0 +1,91 @@
+"""A guard run's burst onset period by period: what each tenant wrote, its cap, the estimate and the device latency.
+
+Reads a guard study's results directory and prints, for each run named (or every run under a capping policy),
+one line per 100 ms bucket from half a second before the burst to `--seconds` after its start: the victim's and
+the neighbour's MB/s (host view, cgroup counters), the cap in force on each and the policy's capacity estimate
+(MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O. What docs/results.md
+reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one line per run instead:
+when the burst really began (the neighbour's first bucket above twice its level before the burst; its load
+generator takes a moment after the phase starts), the first cap on it in force in the burst (told a number: from
+the start), when the victim was last below 0.95 of its reference in the burst's first 3 s (per 100 ms bucket,
+unsmoothed), and the run's reaction_s as the study stored it (from the phase's start, 5 buckets smoothed).
+Nothing is run: the store is only read.
+
+    .venv/bin/python bench/guard_timeline.py DIR [--run TRIAL_ID ...] [--seconds 3] [--summary]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+
+from contend.kinds import open_store
+from contend.kinds.guard.report import io_series, load_run
+
+
+def at(t: np.ndarray, v: np.ndarray, when: float) -> float:
+    """The value recorded in the bucket that holds `when` (nan: none)."""
+    i = np.nonzero(np.abs(t - when) < 0.05)[0]
+    return float(v[i[0]]) if len(i) else math.nan
+
+
+def mb(x: float) -> str:
+    return f"{x / 1e6:7.0f}" if math.isfinite(x) else "      -"
+
+
+def summary(tid: str, t0: float, t: np.ndarray, victim: np.ndarray, tn: np.ndarray, nb: np.ndarray,
+            cap: tuple[np.ndarray, np.ndarray], reference: float, reaction: float) -> str:
+    """One run's onset in seconds from the burst phase's start (nan: not seen)."""
+    level = float(np.median(nb[(tn >= t0 - 2) & (tn < t0)])) if ((tn >= t0 - 2) & (tn < t0)).any() else math.nan
+    up = tn[(tn >= t0) & (nb > 2 * level)]
+    onset = float(up[0] - t0) if len(up) else math.nan
+    ct, cv = cap
+    capped = ct[(ct >= t0) & np.isfinite(cv)]
+    first_cap = float(capped[0] - t0) if len(capped) else math.nan
+    low = t[(t >= t0) & (t < t0 + 3) & (victim < 0.95 * reference)]
+    last_low = float(low[-1] - t0) if len(low) else math.nan
+    return (f"{tid}: burst began {onset:+.2f} s, first cap {first_cap:+.2f} s, the victim's last 100 ms below 0.95 "
+            f"at {last_low:+.2f} s, reaction_s {reaction:.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("directory", type=Path)
+    ap.add_argument("--run", action="append", help="a trial id (repeatable; default: every run under a capping policy)")
+    ap.add_argument("--seconds", type=float, default=3.0, help="how long after the burst's start (default 3)")
+    ap.add_argument("--summary", action="store_true", help="one line per run: the onset's times")
+    a = ap.parse_args()
+    with open_store(a.directory, read_only=True) as st:
+        reaction = {r["trial_id"]: r["value"] for r in st.trial_metric_rows()
+                    if r["view"] == "host" and r["metric"] == "reaction_s"}
+        for trial in st.trials():
+            tid = trial["trial_id"]
+            if trial["status"] != "ok" or (a.run and tid not in a.run) or (not a.run and trial["policy"] == "none"):
+                continue
+            s = st.samples(tid)
+            burst = next((w for w in st.steps(tid) if w.phase == "burst"), None)
+            if burst is None:
+                continue
+            names = {t.rsplit("-", 1)[-1]: t for t in set(s.tenant[s.source == "guard"]) if t}
+            t, victim = io_series(s, "victim")
+            tn, nb = io_series(s, "neighbour")
+            caps = {k: s.series(names[k], "guard", "cap_bytes_s") if k in names else (np.array([]), np.array([]))
+                    for k in ("victim", "neighbour")}
+            if a.summary:
+                # what it asks, or what it did before the burst if less (as victim_reference reads its references)
+                ref = min(load_run(st, trial).victim_rate, float(np.median(victim[t < burst.t_start])))
+                print(summary(tid, burst.t_start, t, victim, tn, nb, caps["neighbour"], ref,
+                              math.nan if reaction.get(tid) is None else reaction[tid]))
+                continue
+            est, lat = s.series("", "guard", "capacity_bytes_s"), s.series("", "guard", "device_lat_ms")
+            print(f"{tid}  (s from the burst's start; MB/s; caps and estimate in cost MB/s; device ms per I/O)")
+            for x in t[(t >= burst.t_start - 0.5) & (t <= burst.t_start + a.seconds)]:
+                print(f"{x - burst.t_start:5.1f}  victim {mb(at(t, victim, x))}  neighbour {mb(at(tn, nb, x))}  "
+                      f"caps {mb(at(*caps['victim'], x))} {mb(at(*caps['neighbour'], x))}  "
+                      f"estimate {mb(at(*est, x))}  latency {at(*lat, x):5.2f}")
+
+
+if __name__ == "__main__":
+    main()
