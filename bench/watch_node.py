@@ -13,7 +13,10 @@ the one period that frame covers). Targets (issue 54): ≤ 1 % of one CPU at 110
 at 250, a start ≤ 2 s.
 
     sudo .venv/bin/python bench/watch_node.py [--pods 20 110 250] [--rounds 3] [--seconds 20] [--before SRC]
-                                              [--deployed]
+                                              [--deployed] [--light SHARE]
+
+`--light SHARE` makes that share of the pods lightly loaded (stress-ng at 1 % of a CPU each: their CPU time and
+stalls move every period), where by default they sleep: the watch reads a calm pod's files less (TopDown).
 
 By default the watch records its frames (`--record`: how its first frame is seen) and has no Prometheus endpoint.
 `--deployed` runs it as `contend cluster render-watch`'s DaemonSet does: its endpoint on, scraped every 15 s as a
@@ -152,10 +155,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--before", metavar="SRC", help="the src directory of the code before a change: run beside")
+    ap.add_argument("--light", type=float, default=0.0, metavar="SHARE",
+                    help="the share of pods lightly loaded (1 %% of a CPU each), the rest sleeping (default 0)")
     ap.add_argument("--deployed", action="store_true",
                     help="run the watch as the DaemonSet does: its Prometheus endpoint on (scraped every 15 s), "
                          "no recording")
     args = ap.parse_args()
+    if not 0 <= args.light <= 1:
+        sys.exit(f"--light {args.light}: must be a share, 0 to 1")
     if args.before and not (Path(args.before) / "contend" / "cli.py").is_file():
         sys.exit(f"--before {args.before}: no contend/cli.py there (give the src directory of a checkout)")
     versions = [("before", args.before), ("now", None)] if args.before else [("now", None)]
@@ -167,7 +174,9 @@ def main() -> None:
             while made < n:
                 pod = node.run_pod(f"ns-{made % 7}", f"pod-{made}",
                                    qos=("burstable", "besteffort", "guaranteed")[made % 3])
+                light = made and int(made * args.light) != int((made - 1) * args.light)  # spread among them
                 node.run(pod, "main", ["/usr/bin/stress-ng", "--cpu", "1", "--timeout", "3600"] if made == 0
+                         else ["/usr/bin/stress-ng", "--cpu", "1", "--cpu-load", "1", "--timeout", "3600"] if light
                          else ["/usr/bin/sleep", "3600"])
                 made += 1
             print(f"{n} pods running ({time.monotonic() - t:.0f} s to add them)", flush=True)

@@ -332,3 +332,21 @@ def test_v2_real_unified_tree_tracking_id_procs_and_pressure(relpath, spin):
     t.remove()
     p.wait()
     assert not t.exists()
+
+
+def test_read_fields_gives_each_key_a_whole_parse_gives_and_no_line_a_key_ends(tmp_path):
+    """memory.stat's few lines contend watch needs, found rather than parsed: `dirty` is not `total_dirty`, a
+    key absent is left out; on this host's own memory.stat, the same numbers as read_keyed's."""
+    from contend.cgroups.base import read_fields, read_keyed
+    f = tmp_path / "memory.stat"
+    f.write_text("cache 10\ndirty 3\ntotal_dirty 5\ntotal_pgmajfault 7\n")
+    assert read_fields(f, ("dirty", "total_dirty", "total_pgmajfault", "total_writeback")) == \
+        {"dirty": 3, "total_dirty": 5, "total_pgmajfault": 7}
+    assert read_fields(tmp_path / "absent", ("dirty",)) == {}
+    for real in ("/sys/fs/cgroup/memory/memory.stat", "/sys/fs/cgroup/memory.stat"):
+        if os.path.exists(real):
+            before = read_keyed(real)
+            keys = tuple(before)
+            got, after = read_fields(real, keys), read_keyed(real)
+            assert set(got) == set(keys)
+            assert all(got[k] == before[k] for k in keys if before[k] == after[k])  # the host's own moves

@@ -141,9 +141,20 @@ class Cgroup(ABC):
         (v2 only, else ValueError). `MAJ:MIN N` lines in each, `MAJ:MIN target=N` in io.latency."""
 
     @abstractmethod
-    def stats(self, detail: bool = True) -> Stats:
-        """Its counters now. detail=False: its CPU's alone (use and throttling; no memory, I/O or pressure), what
-        contend watch reads of a calm container every period (collector.DETAIL_EVERY)."""
+    def stats(self, detail: bool = True, cpu: bool = True) -> Stats:
+        """Its counters now. detail=False: its CPU's alone (use and throttling; no memory, I/O or pressure);
+        cpu=False: all but its CPU's and its PSI (contend watch reads those apart, every period:
+        collector.DETAIL_EVERY)."""
+
+    @abstractmethod
+    def usage_file(self) -> str:
+        """The file of its CPU time, its descendants' counted (read_usage_ns reads it): cpuacct.usage on v1,
+        cpu.stat on v2."""
+
+    @abstractmethod
+    def throttling(self) -> tuple[int, int]:
+        """(periods, periods throttled) of its own CPU quota (both 0 without one: a quota above it throttles its
+        own cgroup, not this one)."""
 
     @abstractmethod
     def ceilings(self) -> tuple[float | None, int | None]:
@@ -235,13 +246,19 @@ def read_text(path: Path | str) -> str:
         os.close(fd)
 
 
-def _read_from(fd: int, again: bool = False) -> str:
+READ = 65536
+
+
+def _read_from(fd: int, again: bool = False, whole: bool = False) -> str:
     """To the end (a kernel file can be longer than one read: cgroup.procs); `again`: from offset 0, for a
-    file read before."""
+    file read before; `whole`: a read shorter than asked is the end (a cgroup file written by one `show`,
+    KeptOpen.read), else the end is a read that returns nothing."""
     chunks, at = [], 0
-    while chunk := (os.pread(fd, 65536, at) if again else os.read(fd, 65536)):
+    while chunk := (os.pread(fd, READ, at) if again else os.read(fd, READ)):
         chunks.append(chunk)
         at += len(chunk)
+        if whole and len(chunk) < READ:
+            break
     return b"".join(chunks).decode()
 
 
@@ -277,6 +294,11 @@ class KeptOpen:
     - Beyond `limit` files, read as read_text does (the descriptors are the process's, 1024 by default)."""
 
     NEVER = ("cgroup.procs", "tasks", "cgroup.threads")
+    # a cgroup file other than those lists is written whole by one `show` into a buffer grown until it fits, and
+    # a read gets all of it that fits in the read: one shorter than asked is the end, and the read that would
+    # return nothing is saved (1.2 µs of the 4.2 a kept cpu.pressure took here; /proc/kallsyms, by contrast,
+    # hands back 4 KiB a read of its megabytes)
+    WHOLE = ("/sys/fs/cgroup/",)
 
     def __init__(self, limit: int = 512):
         self.limit = limit
@@ -296,7 +318,7 @@ class KeptOpen:
             self.fds[key] = fd
         self._read.add(key)
         try:
-            return _read_from(fd, again=True)
+            return _read_from(fd, again=True, whole=key.startswith(self.WHOLE))
         except OSError:
             self._drop(key)
             raise
@@ -356,6 +378,38 @@ def read_keyed(path: Path | str) -> dict[str, int]:
         if len(parts) == 2 and parts[1].lstrip("-").isdigit():
             out[parts[0]] = int(parts[1])
     return out
+
+
+def read_fields(path: Path | str, keys: tuple[str, ...]) -> dict[str, int]:
+    """Only these keys of a 'key value' file, found rather than every line parsed (memory.stat: 5 of its 70
+    lines, a period's detail of every container; a key absent or unreadable is left out)."""
+    try:
+        text = "\n" + read_text(path)
+    except OSError:
+        return {}
+    out = {}
+    for k in keys:
+        i = text.find(f"\n{k} ")
+        if i >= 0:
+            j = i + len(k) + 2
+            e = text.find("\n", j)
+            try:
+                out[k] = int(text[j:e if e >= 0 else len(text)])
+            except ValueError:
+                pass
+    return out
+
+
+def read_usage_ns(path: str) -> int | None:
+    """A usage_file's CPU time in ns (None: unreadable): v1's cpuacct.usage, or v2's cpu.stat usage_usec."""
+    try:
+        text = read_text(path)
+        if not path.endswith("cpu.stat"):
+            return int(text)
+        i = text.index("usage_usec ") + 11
+        return int(text[i:text.index("\n", i)]) * 1000
+    except (OSError, ValueError):
+        return None
 
 
 def read_some_total_s(path: Path | str) -> float | None:

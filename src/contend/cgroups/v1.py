@@ -11,6 +11,7 @@ from .base import (
     IoLimit,
     Limits,
     Stats,
+    read_fields,
     read_int,
     read_keyed,
     read_procs,
@@ -57,6 +58,11 @@ def v1_hierarchies(mounts: str | None = None) -> dict[str, Path]:
                 opt = opt[len("name="):]
             out.setdefault(opt, Path(parts[1]))
     return out
+
+
+# the memory.stat lines stats() reads
+MEMORY_STAT = ("total_dirty", "total_writeback", "total_pgmajfault", "total_workingset_refault_file",
+               "total_workingset_refault_anon")
 
 
 class V1Cgroup(Cgroup):
@@ -162,12 +168,13 @@ class V1Cgroup(Cgroup):
                 found.setdefault(dev, {})[key] = int(val) or None  # 0: no throttle
         return {dev: IoLimit(dev, **vals) for dev, vals in found.items()}
 
-    def stats(self, detail: bool = True) -> Stats:
+    def stats(self, detail: bool = True, cpu: bool = True) -> Stats:
         s = Stats()
-        s.cpu_usage_ns = read_int(self._f("cpuacct", "cpuacct.usage"))
-        cs = read_keyed(self._f("cpu", "cpu.stat"))
-        s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
-        s.throttled_ns = cs.get("throttled_time", 0)
+        if cpu:
+            s.cpu_usage_ns = read_int(self._f("cpuacct", "cpuacct.usage"))
+            cs = read_keyed(self._f("cpu", "cpu.stat"))
+            s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
+            s.throttled_ns = cs.get("throttled_time", 0)
         if not detail:
             return s
         usage = self._f("memory", "memory.usage_in_bytes")
@@ -180,13 +187,20 @@ class V1Cgroup(Cgroup):
         s.memory_peak = read_int(self._f("memory", "memory.max_usage_in_bytes"))
         oom = read_keyed(self._f("memory", "memory.oom_control"))
         s.memory_events = {"max": read_int(self._f("memory", "memory.failcnt")), "oom_kill": oom.get("oom_kill", 0)}
-        ms = read_keyed(self._f("memory", "memory.stat"))
+        ms = read_fields(self._f("memory", "memory.stat"), MEMORY_STAT)
         s.memory_dirty = ms.get("total_dirty", 0) + ms.get("total_writeback", 0)
         s.memory_writeback = ms.get("total_writeback", 0)
         s.memory_majfaults = ms.get("total_pgmajfault", 0)
         s.memory_refaults = ms.get("total_workingset_refault_file", 0) + ms.get("total_workingset_refault_anon", 0)
         s.io = self._io_stats(s.unreadable)
         return s
+
+    def usage_file(self) -> str:
+        return self._f("cpuacct", "cpuacct.usage")
+
+    def throttling(self) -> tuple[int, int]:
+        cs = read_keyed(self._f("cpu", "cpu.stat"))
+        return cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
 
     def ceilings(self) -> tuple[float | None, int | None]:
         quota = read_int(self._dir("cpu") / "cpu.cfs_quota_us", -1)

@@ -9,6 +9,7 @@ from .base import (
     IoLimit,
     Limits,
     Stats,
+    read_fields,
     read_int,
     read_keyed,
     read_pressure,
@@ -19,6 +20,10 @@ from .base import (
 )
 
 WANTED = ("cpu", "memory", "io", "pids")
+
+
+# the memory.stat lines stats() reads
+MEMORY_STAT = ("file_dirty", "file_writeback", "pgmajfault", "workingset_refault_file", "workingset_refault_anon")
 
 
 class V2Cgroup(Cgroup):
@@ -96,25 +101,38 @@ class V2Cgroup(Cgroup):
             out[dev] = IoLimit(dev, **vals)
         return out
 
-    def stats(self, detail: bool = True) -> Stats:
+    def stats(self, detail: bool = True, cpu: bool = True) -> Stats:
         s = Stats()
-        cs = read_keyed(self._f("cpu.stat"))
-        s.cpu_usage_ns = cs.get("usage_usec", 0) * 1000
-        s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
-        s.throttled_ns = cs.get("throttled_usec", 0) * 1000
+        if cpu:
+            cs = read_keyed(self._f("cpu.stat"))
+            s.cpu_usage_ns = cs.get("usage_usec", 0) * 1000
+            s.nr_periods, s.nr_throttled = cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
+            s.throttled_ns = cs.get("throttled_usec", 0) * 1000
         if not detail:
             return s
         s.memory_current = read_int(self._f("memory.current"))
         s.memory_peak = read_int(self._f("memory.peak"))
         s.memory_events = read_keyed(self._f("memory.events"))
-        ms = read_keyed(self._f("memory.stat"))
+        ms = read_fields(self._f("memory.stat"), MEMORY_STAT)
         s.memory_dirty = ms.get("file_dirty", 0) + ms.get("file_writeback", 0)
         s.memory_writeback = ms.get("file_writeback", 0)
         s.memory_majfaults = ms.get("pgmajfault", 0)
         s.memory_refaults = ms.get("workingset_refault_file", 0) + ms.get("workingset_refault_anon", 0)
         s.io = parse_io_stat(self._f("io.stat"), s.unreadable)
-        s.pressure = self.pressure()
+        if cpu:
+            s.pressure = self.pressure()
         return s
+
+    def usage_file(self) -> str:
+        return self._f("cpu.stat")
+
+    def throttling(self) -> tuple[int, int]:
+        cs = read_keyed(self._f("cpu.stat"))
+        return cs.get("nr_periods", 0), cs.get("nr_throttled", 0)
+
+    def pressure_file(self, resource: str) -> str:
+        """Its PSI file of cpu, memory or io (read_some_total_s reads its `some` total)."""
+        return self._f(f"{resource}.pressure")
 
     def ceilings(self) -> tuple[float | None, int | None]:
         try:
@@ -132,7 +150,7 @@ class V2Cgroup(Cgroup):
         resource whose file is unreadable is left out)."""
         out = {}
         for res in ("cpu", "memory", "io"):
-            if (v := read_some_total_s(self._f(f"{res}.pressure"))) is not None:
+            if (v := read_some_total_s(self.pressure_file(res))) is not None:
                 out[res] = v
         return out
 

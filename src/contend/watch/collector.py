@@ -11,11 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cgroups import PREFIX, Cgroup, CgroupHost, Stats, V2Cgroup, mirror
-from ..cgroups.base import KeptOpen, mirror_members, open_files_budget, read_pressure, read_text
+from ..cgroups.base import (
+    KeptOpen,
+    mirror_members,
+    open_files_budget,
+    read_pressure,
+    read_some_total_s,
+    read_text,
+    read_usage_ns,
+)
 from ..guard.collector import device_counters, latency_ms, settle
 from ..guard.targets import Resolved
 from .runq import RunqProbe, Taken
 from .signals import HOST, Frame
+from .topdown import TopDown
 
 SKIP_DISKS = ("loop", "ram", "zram", "sr", "fd", "nbd", "dm-", "md")
 
@@ -193,10 +202,13 @@ def resource_of(path: str) -> str:
     return "memory" if name.startswith("memory.") else "disk"
 
 
-# what contend watch reads of a container every period is cheap (CPU use, throttling, PSI: 5 files on a hybrid
-# host); its memory, disk and network counters (9 files more, memory.stat's 50 lines) are read every DETAIL_EVERY
-# periods while the node is calm, each container in its turn, and every period while anyone may suffer on those
-# (wants_detail): what judging a symptom needs, the suspects' use, is then read in the same period
+PSI = ("cpu", "memory", "io")
+
+# what contend watch reads of a container every period is cheap (CPU use, throttling, PSI: at most 5 files on a
+# hybrid host, read from the top of the tree down: TopDown); its memory, disk and network counters (9 files more)
+# are read every DETAIL_EVERY periods while the node is calm, each container in its turn, and every period while
+# anyone may suffer on those (wants_detail): what judging a symptom needs, the suspects' use, is then read in the
+# same period
 DETAIL_EVERY = 5
 # a known container's unified cgroup, eBPF ids, limits and network namespace are found again this often, not at
 # every 5-s rescan (a new one at once): with 110 pods, finding them all took 130 ms of the watch's CPU each time
@@ -269,7 +281,12 @@ class WatchCollector:
             else:
                 runq.stop()
         try:  # interrupted from here on (Ctrl-C, SIGTERM), the probe started above goes too
-            self._prev: dict[str, tuple[float, Stats, dict[str, float]]] = {}  # the cheap reading before
+            # the cheap reading before: (when, (CPU ns, periods, periods throttled), PSI totals)
+            self._prev: dict[str, tuple[float, tuple[float, int, int], dict[str, float]]] = {}
+            mounts = [str(p) for p in (*host.v1.values(), *([host.unified] if host.unified else []))]
+            # CPU time and PSI of every container, read from the top down: a calm node's are mostly not read
+            self._usage = TopDown(read_usage_ns, mounts)
+            self._psi = TopDown(read_some_total_s, mounts)
             self._dprev: dict[str, tuple[float, Stats, tuple[int, ...]]] = {}  # the detail reading before
             self._dout: dict[str, dict[str, float]] = {}  # the detail signals last read
             self._slot: dict[str, int] = {}  # each container's turn among DETAIL_EVERY periods
@@ -384,14 +401,22 @@ class WatchCollector:
                     pass
         k = self.runq.take() if self.runq is not None else Taken()
         by_id = {i: n for n, w in self.watched.items() for i in w.ids}
+        usage = self._usage.totals(w.cgroup.usage_file() for w in self.watched.values())
+        psi = self._psi.totals(w.unified.pressure_file(r) for w in self.watched.values() if w.unified is not None
+                               for r in PSI)
         cheap: dict[str, dict[str, float]] = {}
         for name, w in self.watched.items():
+            used = usage[w.cgroup.usage_file()]
+            if used is None:
+                continue  # gone between scan and now
+            totals = {} if w.unified is None else \
+                {r: x for r in PSI if (x := psi[w.unified.pressure_file(r)]) is not None}
             try:
                 # the kernel's counts per second of the ticks they cover, not of the frame: a frame of half a
                 # period (the watcher's second look) takes one tick of two, or none
                 waited = k.rate(sum(k.waited.get(i, 0.0) for i in w.ids)) if self.runq is not None and w.ids \
                     else math.nan
-                sig = self._cheap(name, w, now, waited)
+                sig = self._cheap(name, w, now, waited, used, totals)
             except OSError:
                 continue  # gone between scan and now
             if sig is not None:
@@ -420,23 +445,24 @@ class WatchCollector:
         return Frame(now - self.clock0, dt, containers, by_victim(k.preemptions, by_id, span),
                      self._host(dt, containers), by_victim(k.took, by_id, span))
 
-    def _cheap(self, name: str, w: Watched, now: float, waited: float) -> dict[str, float] | None:
-        """Its signals read every period: CPU use and throttling, run-queue delay (`waited`, s/s: eBPF's; nan
-        without it), PSI (None: its first)."""
-        st = w.cgroup.stats(detail=False)
-        psi = w.unified.some_totals() if w.unified is not None else {}
+    def _cheap(self, name: str, w: Watched, now: float, waited: float, used: float,
+               psi: dict[str, float]) -> dict[str, float] | None:
+        """Its signals read every period: CPU use (`used`, ns) and throttling, run-queue delay (`waited`, s/s:
+        eBPF's; nan without it), PSI (`psi`, its totals; None: its first)."""
+        quota, mem_limit = w.ceilings
+        # its own quota's throttling (read only with one: without, its counts stay 0)
+        st = (used, *w.cgroup.throttling()) if quota is not None else (used, 0, 0)
         prev = self._prev.get(name)
         self._prev[name] = (now, st, psi)
         if prev is None:
             return None
         dt = max(now - prev[0], 1e-3)
         p = prev[1]
-        quota, mem_limit = w.ceilings
-        periods = st.nr_periods - p.nr_periods
+        periods = st[1] - p[1]
         out = {
-            "cpu": max(0, st.cpu_usage_ns - p.cpu_usage_ns) * 1e-9 / dt,
+            "cpu": max(0, st[0] - p[0]) * 1e-9 / dt,
             "cpu_quota": quota if quota is not None else math.nan,
-            "throttled": (st.nr_throttled - p.nr_throttled) / periods if periods > 0 else 0.0,
+            "throttled": (st[2] - p[2]) / periods if periods > 0 else 0.0,
             "rq_delay": waited,
             "mem_limit": float(mem_limit) if mem_limit is not None else math.nan,
         }
@@ -449,7 +475,7 @@ class WatchCollector:
         rates over the periods since the one before; an OOM kill counted once, where it was read)."""
         if not due:
             return {**self._dout.get(name, DETAIL_UNKNOWN), "oom_kill": 0.0}
-        st = w.cgroup.stats()
+        st = w.cgroup.stats(cpu=False)  # its CPU's read apart (_cheap)
         for path, why in st.unreadable.items():
             self._unreadable(name, path, why, now)
         net: tuple[int, ...] = ()

@@ -31,7 +31,7 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-from .signals import HOST, STEAL, WRITEBACK, Frame
+from .signals import HOST, NOTHING, STEAL, WRITEBACK, Frame
 
 RESOURCES = ("cpu", "memory", "disk", "network")
 MAJOR = 0.2  # a culprit with this share of the harm or more: a change in their order is a new verdict
@@ -128,20 +128,26 @@ class Detector:
         self.jumped: set[tuple[str, str]] = set()  # (container, resource) whose use jumped this frame
 
     # -- reading a frame
-    def symptoms(self, f: Frame, name: str, res: str) -> list[tuple[str, float, float]]:
+    def symptoms(self, f: Frame, name: str, res: str,
+                 sigs: dict[str, float] | None = None) -> list[tuple[str, float, float]]:
         """(signal, value, floor) of a container's symptoms on a resource this frame: the first of the rule's
-        chain it has, and each of its `also` it has."""
+        chain it has, and each of its `also` it has (`sigs`: its signals in the frame, if looked up already)."""
+        if sigs is None:
+            sigs = f.containers.get(name, NOTHING)
+        rule = self.rules[res]
         out = []
-        for sig, floor in self.rules[res].symptoms:
+        for sig, floor in rule.symptoms:
             if sig == "disk_latency_ms":  # the disk's latency is a container's symptom only while it does I/O
-                v = f.host.get(sig, math.nan) if f.get(name, "io_ios") > 0 else math.nan
+                v = f.host.get(sig, math.nan) if sigs.get("io_ios", math.nan) > 0 else math.nan
             else:
-                v = f.get(name, sig)
+                v = sigs.get(sig, math.nan)
             if math.isfinite(v) or sig == "disk_latency_ms":
                 if math.isfinite(v):
                     out.append((sig, v, floor))
                 break
-        return out + [(sig, v, floor) for sig, floor in self.rules[res].also if math.isfinite(v := f.get(name, sig))]
+        if rule.also:
+            out += [(sig, v, floor) for sig, floor in rule.also if math.isfinite(v := sigs.get(sig, math.nan))]
+        return out
 
     def use(self, f: Frame, suspect: str, res: str) -> float:
         if suspect == WRITEBACK:
@@ -275,13 +281,14 @@ class Detector:
                 out[s] = out.get(s, 0.0) + n
         return out
 
-    def _worst(self, f: Frame, name: str, res: str,
-               readings: list[tuple[str, str, float, deque]]) -> tuple[str, float, float, float] | None:
+    def _worst(self, f: Frame, name: str, res: str, readings: list[tuple[str, str, float, deque]],
+               sigs: dict[str, float]) -> tuple[str, float, float, float] | None:
         """(signal, value, baseline median, threshold) of the symptom furthest above its threshold that counts
         this frame; None: the container does not suffer on this resource. Each reading goes to `readings`."""
-        hard = any(f.get(name, e) > 0 for e in self.rules[res].events)  # an OOM kill, say
+        events = self.rules[res].events
+        hard = bool(events) and any(sigs.get(e, math.nan) > 0 for e in events)  # an OOM kill, say
         worst: tuple[float, str, float, float, float] | None = None  # (value / threshold, …)
-        for sig, value, floor in self.symptoms(f, name, res):
+        for sig, value, floor in self.symptoms(f, name, res, sigs):
             base = self.base.get((name, res, sig))
             if base is None:  # made once (setdefault would build a deque every container, resource and frame)
                 base = self.base[(name, res, sig)] = deque(maxlen=self._nbase)
@@ -312,9 +319,9 @@ class Detector:
         events: list[dict] = []
         suffering: dict[str, set[str]] = {r: set() for r in self.rules}
         readings: list[tuple[str, str, float, deque]] = []
-        for name in f.containers:
+        for name, sigs in f.containers.items():
             for res in self.rules:
-                worst = self._worst(f, name, res, readings)
+                worst = self._worst(f, name, res, readings, sigs)
                 if worst is None:
                     continue
                 sig, value, med, thr = worst
@@ -356,14 +363,18 @@ class Detector:
                 calm = settled[name, res] = self._settled(name, res)
             if calm:
                 base.append(value)
-        for res in self.rules:
+        for res, rule in self.rules.items():
             if suffering[res] or any(k[1] == res for k in self.active):
                 continue
-            for s in list(f.containers) + ([WRITEBACK] if res == "disk" else []) + ([HOST, STEAL] if res == "cpu"
-                                                                                   else []):
-                u = self.use(f, s, res)
+            uses = [(s, sigs.get(rule.use, math.nan)) for s, sigs in f.containers.items()]
+            uses += [(s, self.use(f, s, res)) for s in ((WRITEBACK,) if res == "disk" else (HOST, STEAL)
+                                                        if res == "cpu" else ())]
+            for s, u in uses:
                 if math.isfinite(u):
-                    self.use_base.setdefault((s, res), deque(maxlen=self._nbase)).append(u)
+                    kept = self.use_base.get((s, res))
+                    if kept is None:  # made once, not at every frame (setdefault would make one each time)
+                        kept = self.use_base[(s, res)] = deque(maxlen=self._nbase)
+                    kept.append(u)
 
     def _arrivals(self) -> None:
         """A container that came while watched (a pod scheduled here, a container started) used nothing before
@@ -398,13 +409,14 @@ class Detector:
         (one comparison each: cheap on a node of 250 pods)."""
         if len(self.recent) < 2:
             return set()
-        before, now = self.recent[-2], self.recent[-1]
+        before, now = self.recent[-2].containers, self.recent[-1].containers
         out = set()
-        for name in now.containers:
-            if name not in before.containers:
+        for name, sigs in now.items():
+            was = before.get(name)
+            if was is None:
                 continue
             for res, rule in self.rules.items():
-                if now.get(name, rule.use) - before.get(name, rule.use) >= rule.use_floor:  # nan: False
+                if sigs.get(rule.use, math.nan) - was.get(rule.use, math.nan) >= rule.use_floor:  # nan: False
                     out.add((name, res))
         return out
 
