@@ -212,12 +212,14 @@ def test_detail_signals_are_rates_over_the_readings_interval_and_unknown_where_u
 
 @needs_root
 def test_a_calm_node_reads_memory_and_disk_in_turns_and_every_period_once_someone_waits_on_io(boxes):
-    """Six containers, five asleep: each container's memory and disk counters are read once in DETAIL_EVERY
-    periods (one or two containers a period) while nobody stalls; once one of them reads the disk at random,
-    waiting for each read, every container's are read every period, the reader's bytes among them."""
+    """Six containers, five asleep: each container's memory and disk counters are due once in DETAIL_EVERY
+    periods (one or two containers a period) while nobody stalls, and are not read again while it does not run
+    (its counters the same, its rates 0); once one of them reads the disk at random, waiting for each read,
+    every container's are read every period, the reader's bytes among them."""
     require("fio")
-    for i in range(5):
-        boxes(f"idle{i}").run("sleep", "60")
+    idle = [boxes(f"idle{i}") for i in range(5)]
+    for b in idle:
+        b.run("sleep", "60")
     reader = boxes("reader")
     DATA.mkdir(parents=True, exist_ok=True)
     file = DATA / f"{boxes.run}-reader.dat"
@@ -231,13 +233,21 @@ def test_a_calm_node_reads_memory_and_disk_in_turns_and_every_period_once_someon
                    "--time_based", "--runtime=6")
     try:
         _, frames = watch_while(boxes.run, act, 9, period=0.25,
-                                after_step=lambda w: seen.append((w.last.t, w.collector.detailed, len(w.targets))))
+                                after_step=lambda w: seen.append((w.last.t, w.collector.detailed, len(w.targets),
+                                                                  w.collector.idle)))
     finally:
         file.unlink(missing_ok=True)
-    calm = [d for t, d, n in seen if 1.5 < t < at["io"] and n == 6]
-    assert len(calm) >= 5 and max(calm) <= 2 and sum(calm[:DETAIL_EVERY]) == 6, seen
-    busy = [(f.t, d) for f, (t, d, n) in zip(frames, seen) if f.get(reader.name, "io_ios") > 100]
-    assert len(busy) >= 8 and all(d == 6 for _, d in busy[1:]), (busy, seen)
+    calm = [(d, i) for t, d, n, i in seen if 1.5 < t < at["io"] and n == 6]
+    assert len(calm) >= 5 and max(d for d, _ in calm) <= 2 and sum(d for d, _ in calm[:DETAIL_EVERY]) == 6, seen
+    # each asleep container's second turn on: ran no nanosecond since its first reading, not read
+    later = calm[DETAIL_EVERY + 1:]
+    assert later and all(i == d for d, i in later) and sum(i for _, i in later) > 0, seen
+    asleep = [f for f in frames if 1.5 < f.t < at["io"]]
+    assert len(asleep) > DETAIL_EVERY + 1
+    assert all(f.get(idle[0].name, "io_bytes") == 0 and f.get(idle[0].name, "majfault") == 0
+               for f in asleep[DETAIL_EVERY + 1:])
+    busy = [(f.t, d, i) for f, (t, d, n, i) in zip(frames, seen) if f.get(reader.name, "io_ios") > 100]
+    assert len(busy) >= 8 and all(d == 6 and i == 0 for _, d, i in busy[1:]), (busy, seen)
     reads = [f.get(reader.name, "io_bytes") for f in frames if f.t > at["io"] + 2 and f.get(reader.name, "io_ios") > 0]
     assert len(set(reads)) == len(reads), "the reader's bytes were read anew every period"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..cgroups import Cgroup, IoCounters
+from ..cgroups.base import read_text
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def device_counters(device: str) -> tuple[int, int, int]:
     """(I/Os completed, ms spent on them, bytes written) of a whole disk since boot; zeros if it has no stat
     file."""
     try:
-        f = Path(f"/sys/dev/block/{device}/stat").read_text().split()
+        f = read_text(f"/sys/dev/block/{device}/stat").split()  # bare system calls (kept open in a watch's period)
     except OSError:
         return 0, 0, 0
     # read + write I/Os, read + write ticks, sectors written (of 512 bytes, whatever the disk's own)

@@ -164,7 +164,7 @@ def cpu_ticks() -> tuple[float, float, float] | None:
     """(busy, stolen, all) CPU-seconds of the host since boot (/proc/stat's first line: busy is user, nice,
     system, irq and softirq; stolen the hypervisor's; all of them with idle and iowait)."""
     try:
-        f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        f = [int(x) for x in read_text("/proc/stat").split("\n", 1)[0].split()[1:]]
     except (OSError, ValueError):
         return None
     # user nice system idle iowait irq softirq steal (guest time is inside user already)
@@ -213,6 +213,7 @@ DETAIL_EVERY = 5
 # a known container's unified cgroup, eBPF ids, limits and network namespace are found again this often, not at
 # every 5-s rescan (a new one at once): with 110 pods, finding them all took 130 ms of the watch's CPU each time
 REFRESH_S = 30.0
+IDLE_OK = 30.0  # a container that did not run keeps its memory and disk counters unread up to this long
 DETAIL_PSI = 0.01  # a container's memory or I/O stall share at which every container's detail is read
 DETAIL_RTT_MS = 2.0  # a container's TCP round trip at which too (the network rule's floor)
 DETAIL_KEYS = ("mem", "mem_max", "oom_kill", "majfault", "refault", "io_bytes", "io_wbytes", "io_ios", "io_limited",
@@ -231,6 +232,18 @@ def wants_detail(cheap: dict[str, dict[str, float]], hot: bool) -> bool:
         if not (math.isfinite(mem) and math.isfinite(io)) or mem > DETAIL_PSI or io > DETAIL_PSI or rtt > DETAIL_RTT_MS:
             return True
     return False
+
+
+def idle_unmoved(used: float | None, used_then: float, st: Stats, age: float) -> bool:
+    """Whether a container's memory and disk counters, read `age` seconds ago when its CPU time was `used_then`
+    (ns), are still what they were, its CPU time now `used` (pure; None: not asked). A cgroup whose tasks ran
+    for no nanosecond (cpuacct.usage, cpu.stat's usage: exact, top-down) submitted no I/O, faulted no page and
+    charged no memory: its I/O counters count at submission, in the submitting task (io_uring's workers are its
+    threads); its faults and charges are its tasks' own. Except its dirty pages, written back later without it
+    (cgroup v2 charges that writeback to it): a container holding any is read. Its memory in use can still fall
+    (reclaimed): it is read again after IDLE_OK seconds. Its network counters are not judged here."""
+    return (used is not None and used == used_then and age < IDLE_OK and st.memory_dirty == 0
+            and not st.unreadable)
 
 
 def detail_signals(st: Stats, p: Stats, dt: float) -> tuple[dict[str, float], str, float]:
@@ -286,13 +299,18 @@ class WatchCollector:
             mounts = [str(p) for p in (*host.v1.values(), *([host.unified] if host.unified else []))]
             # CPU time and PSI of every container, read from the top down: a calm node's are mostly not read
             self._usage = TopDown(read_usage_ns, mounts)
+            self._leafs: dict[str, tuple[Cgroup, V2Cgroup | None, str, dict[str, str]]] = {}  # _leaf_files
+            self._leaves: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
             self._psi = TopDown(read_some_total_s, mounts)
-            self._dprev: dict[str, tuple[float, Stats, tuple[int, ...]]] = {}  # the detail reading before
+            # the detail reading before: (when its cgroup counters were read, them, its CPU ns then, when its
+            # network counters were read, them)
+            self._dprev: dict[str, tuple[float, Stats, float, float, tuple[int, ...]]] = {}
             self._dout: dict[str, dict[str, float]] = {}  # the detail signals last read
             self._slot: dict[str, int] = {}  # each container's turn among DETAIL_EVERY periods
             self._round = 0
             self.hot = False  # a verdict on memory, disk or network is active (the watcher says, each period)
-            self.detailed = 0  # containers whose detail was read in the last period
+            self.detailed = 0  # containers whose detail was due in the last period
+            self.idle = 0  # of which the cgroup counters were not read: no CPU time since they last were (IDLE_OK)
             if host.mode in ("v1", "hybrid"):  # the disks' v1 I/O counters on (cgroups.v1.count_io), from a
                 # cgroup of its own made for that alone: the watched containers' are not contend's to write
                 own = host.cgroup(f"{PREFIX}/watch-{os.getpid()}")
@@ -401,16 +419,15 @@ class WatchCollector:
                     pass
         k = self.runq.take() if self.runq is not None else Taken()
         by_id = {i: n for n, w in self.watched.items() for i in w.ids}
-        usage = self._usage.totals(w.cgroup.usage_file() for w in self.watched.values())
-        psi = self._psi.totals(w.unified.pressure_file(r) for w in self.watched.values() if w.unified is not None
-                               for r in PSI)
+        files = self._leaf_files()
+        usage = self._usage.totals(self._leaves[0])
+        psi = self._psi.totals(self._leaves[1])
         cheap: dict[str, dict[str, float]] = {}
         for name, w in self.watched.items():
-            used = usage[w.cgroup.usage_file()]
+            used = usage[files[name][2]]
             if used is None:
                 continue  # gone between scan and now
-            totals = {} if w.unified is None else \
-                {r: x for r in PSI if (x := psi[w.unified.pressure_file(r)]) is not None}
+            totals = {r: x for r, f in files[name][3].items() if (x := psi[f]) is not None}
             try:
                 # the kernel's counts per second of the ticks they cover, not of the frame: a frame of half a
                 # period (the watcher's second look) takes one tick of two, or none
@@ -427,13 +444,14 @@ class WatchCollector:
         # without the eBPF round trip, a container's network harm shows only in its counters: read every period
         rtt = self.runq is not None and "tcp_rtt" in self.runq.attached
         every = wants_detail(cheap, self.hot) or (not rtt and any(w.net_pid for w in self.watched.values()))
-        self.detailed = 0
+        self.detailed = self.idle = 0
         containers: dict[str, dict[str, float]] = {}
         for name, w in self.watched.items():
             slot = self._slot.setdefault(name, len(self._slot) % DETAIL_EVERY)  # each in its turn: cost spread
             due = every or name not in self._dout or (self._round + slot) % DETAIL_EVERY == 0
             try:
-                detail = self._detail(name, w, now, due)
+                # while calm, a container that ran for no nanosecond since its counters were read is not read
+                detail = self._detail(name, w, now, due, usage[files[name][2]] if not every else None)
             except OSError:
                 continue
             self.detailed += due
@@ -444,6 +462,24 @@ class WatchCollector:
         span = k.span if self.runq is not None else dt
         return Frame(now - self.clock0, dt, containers, by_victim(k.preemptions, by_id, span),
                      self._host(dt, containers), by_victim(k.took, by_id, span))
+
+    def _leaf_files(self) -> dict[str, tuple[Cgroup, V2Cgroup | None, str, dict[str, str]]]:
+        """Each watched container's cgroups, CPU-time file and PSI files (by resource), and in `_leaves` the sets
+        of them TopDown reads: made again only where a container's cgroups changed (at 110 pods the 440 paths and
+        their sets made each period were a tenth of the loop)."""
+        kept, changed = self._leafs, len(self._leafs) != len(self.watched)
+        for name, w in self.watched.items():
+            f = kept.get(name)
+            if f is None or f[0] is not w.cgroup or f[1] is not w.unified:
+                kept[name] = (w.cgroup, w.unified, w.cgroup.usage_file(),
+                              {} if w.unified is None else {r: w.unified.pressure_file(r) for r in PSI})
+                changed = True
+        if changed:
+            for gone in set(kept) - set(self.watched):
+                del kept[gone]
+            self._leaves = (frozenset(f[2] for f in kept.values()),
+                            frozenset(p for f in kept.values() for p in f[3].values()))
+        return kept
 
     def _cheap(self, name: str, w: Watched, now: float, waited: float, used: float,
                psi: dict[str, float]) -> dict[str, float] | None:
@@ -470,31 +506,38 @@ class WatchCollector:
             out[key] = max(0.0, psi[res] - prev[2][res]) / dt if res in psi and res in prev[2] else math.nan
         return out
 
-    def _detail(self, name: str, w: Watched, now: float, due: bool) -> dict[str, float]:
+    def _detail(self, name: str, w: Watched, now: float, due: bool, used: float | None = None) -> dict[str, float]:
         """Its memory, disk and network signals: read now when `due`, else those of its last reading (their
-        rates over the periods since the one before; an OOM kill counted once, where it was read)."""
+        rates over the periods since the one before; an OOM kill counted once, where it was read). `used`: its
+        CPU time now (ns), when its cgroup counters may be left unread if it did not run since they were read."""
         if not due:
             return {**self._dout.get(name, DETAIL_UNKNOWN), "oom_kill": 0.0}
-        st = w.cgroup.stats(cpu=False)  # its CPU's read apart (_cheap)
-        for path, why in st.unreadable.items():
-            self._unreadable(name, path, why, now)
+        prev = self._dprev.get(name)
+        if prev is not None and idle_unmoved(used, prev[2], prev[1], now - prev[0]):
+            self.idle += 1
+            t_st, st, used_then = prev[:3]  # unread: they are what they were (rates 0, levels kept)
+            out = detail_signals(st, st, 1.0)[0]
+        else:
+            t_st, st, used_then = now, w.cgroup.stats(cpu=False), (math.nan if used is None else used)
+            for path, why in st.unreadable.items():  # its CPU's read apart (_cheap)
+                self._unreadable(name, path, why, now)
+            out = {}
         net: tuple[int, ...] = ()
-        if w.net_pid:
+        if w.net_pid:  # a namespace's packets move without its processes running: read whenever due
             try:
                 net = net_counters(w.net_pid)
             except (OSError, ValueError):
                 w.net_pid = 0  # gone: found again at the next rescan
-        prev = self._dprev.get(name)
-        self._dprev[name] = (now, st, net)
+        self._dprev[name] = (t_st, st, used_then, now, net)
         if prev is None:
             return DETAIL_UNKNOWN
-        dt = max(now - prev[0], 1e-3)
-        out, busiest, moved = detail_signals(st, prev[1], dt)
-        out.update(net_signals(net, prev[2], dt))
-        if busiest and moved > 0:  # bytes/s on its busiest disk: at 0.9 of its own throttle there, held by it
-            lim = w.cgroup.io_limits().get(busiest)
-            cap = sum(x for x in (lim.rbps, lim.wbps) if x) if lim is not None else 0
-            out["io_limited"] = 1.0 if cap and moved >= 0.9 * cap else 0.0
+        if not out:
+            out, busiest, moved = detail_signals(st, prev[1], max(now - prev[0], 1e-3))
+            if busiest and moved > 0:  # bytes/s on its busiest disk: at 0.9 of its own throttle there, held by it
+                lim = w.cgroup.io_limits().get(busiest)
+                cap = sum(x for x in (lim.rbps, lim.wbps) if x) if lim is not None else 0
+                out["io_limited"] = 1.0 if cap and moved >= 0.9 * cap else 0.0
+        out.update(net_signals(net, prev[4], max(now - prev[3], 1e-3)))
         self._dout[name] = out
         return out
 

@@ -65,8 +65,8 @@ class TopDown:
 
     def totals(self, leaves: Iterable[str]) -> dict[str, float | None]:
         """Each leaf file's total now (None: unreadable)."""
-        leaves = frozenset(leaves)
-        if leaves != self._leaves:
+        leaves = frozenset(leaves)  # the same object, given a frozenset: compared only when it is another
+        if leaves is not self._leaves and leaves != self._leaves:
             self._plan(leaves)
         self.reads = 0
         todo = list(self._tops)
