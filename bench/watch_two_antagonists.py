@@ -39,6 +39,7 @@ def one(seconds: float, hog_at: float, writer_at: float) -> None:
     events: list[dict] = []
     frames: list[Frame] = []
     w = Watcher(WatchConfig([f"cgroup:contend/{run}-*"], period=0.5, metrics="off"), host, events=events.append)
+    w.start()  # its first reading and probes ready before the loads start
     stop = threading.Event()
     th = threading.Thread(target=w.run, args=(stop,), kwargs={"after_step": lambda x: frames.append(x.last)})
     th.start()

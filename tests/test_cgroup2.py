@@ -330,6 +330,7 @@ def test_real_v2_watch_blames_a_cpu_antagonist_from_psi_and_ebpf():
     procs = [start_in(victim, spin), start_in(victim, spin)]
     events, frames = [], []
     w = Watcher(WatchConfig([f"cgroup:{run}-*"], period=0.5, metrics="off"), HOST, events=events.append)
+    w.start()  # its first reading and probes ready before the loads start
     stop = threading.Event()
     th = threading.Thread(target=w.run, args=(stop,), kwargs={"after_step": lambda x: frames.append(x.last)})
     th.start()

@@ -18,6 +18,7 @@ import pytest
 from contend.cgroups import CgroupHost, Limits, detect
 from contend.cgroups.v1 import v1_hierarchies
 from contend.paths import DATA
+from contend.probes.ebpf import give_back_compiler
 from contend.watch.collector import DETAIL_EVERY, WatchCollector, detail_signals, host_netns, wants_detail
 from contend.watch.daemon import WatchConfig, Watcher
 from contend.watch.detector import ENDS
@@ -84,6 +85,7 @@ def watch_while(run: str, act, seconds: float, period: float = 0.5, ebpf: bool =
     frames: list[Frame] = []
     w = Watcher(WatchConfig(targets or [f"cgroup:contend/{run}-*"], period=period, ebpf=ebpf,
                             **{"metrics": "off", **cfg}), events=events.append)
+    w.start()  # its first reading and probes ready before the loads start
     stop = threading.Event()
 
     def step(x: Watcher) -> None:
@@ -424,6 +426,38 @@ def test_sigterm_stops_the_watch_and_its_probe_with_it(after_s):
     assert p.returncode == 0 and "Traceback" not in err, (p.returncode, err)
     time.sleep(0.5)  # bpftrace is stopped by the watch, not by the signal: give it its exit
     assert all(not os.path.exists(f"/proc/{pid}") for pid in probe), "bpftrace outlived the watch"
+
+
+def resident_mib(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return math.nan
+
+
+@needs_root
+def test_bpftrace_gives_its_compilers_pages_back_once_attached_and_keeps_counting():
+    """A real bpftrace's file pages of LLVM and clang are paged out once its probes are attached (compiled, they
+    are not used again): its resident file pages fall well below what they were, its own memory is untouched,
+    and it still counts and prints every tick, without reading its compiler back in. Its malloc is told to give
+    back what compiling freed (MALLOC_TUNABLES)."""
+    require("bpftrace")
+    probe = RunqProbe(0.25, net_rtt=False).launch()
+    try:
+        ready = probe._ready
+        assert ready is not None and ready.wait(30)
+        pid = probe._proc.pid
+        assert b"GLIBC_TUNABLES=glibc.malloc.trim_threshold=" in Path(f"/proc/{pid}/environ").read_bytes()
+        file_before = resident_mib(pid, "RssFile")
+        assert give_back_compiler(pid) > 0
+        after = resident_mib(pid, "RssFile")
+        assert file_before > 40 and after < file_before / 3, (file_before, after)
+        probe.take()
+        time.sleep(1.2)
+        assert probe.take().span > 0.7 and resident_mib(pid, "RssFile") < file_before / 3
+    finally:
+        probe.stop()
+    assert give_back_compiler(os.getpid()) == 0  # no compiler of its own here: nothing to give
 
 
 @needs_root

@@ -70,7 +70,7 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     targets = _watch_checks(target, metrics, disk, cri)
     if capacity and not guard:
         fail("--capacity: only with --guard")
-    given = guard_capacities(capacity)
+    given = guard_capacities(capacity) if capacity else {}  # the guard's config (pydantic, numpy) only if asked
     if ebpf or guard:  # the PSI-only watch reads world-readable files: any user may run it (a DaemonSet's nobody)
         need_root("contend watch" + (" --guard" if guard else " (eBPF: --no-ebpf watches without root)"))
     capacities = guard_disks(given) if guard else {}
@@ -94,6 +94,11 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
         # the guard's JSON log on stderr, but not under the live table
         w.handoff = GuardHandoff(targets, capacities, w.host, log=None if live else sys.stderr,
                                  clock0=w.collector.clock0).start()
+    try:
+        w.start()  # its first scan and reading while bpftrace compiles
+    except KeyboardInterrupt:
+        w.close()
+        return
     for prob in w.problems:
         print(f"contend: {prob}", file=sys.stderr)
     # what it started with (modules, bpftrace's pipe, the endpoint) lives as long as it does: kept out of the

@@ -278,7 +278,9 @@ class WatchCollector:
         self.host = host
         self.disks = disks if disks is not None else whole_disks()
         self.watched: dict[str, Watched] = {}
-        self.runq: RunqProbe | None = None
+        self.runq: RunqProbe | None = None  # its probes, once attached
+        self._launched: RunqProbe | None = None  # bpftrace compiling them, not waited for yet (attach)
+        self._read_once = False  # the first reading made (it sets the counters' start, eBPF's or not)
         self.problems: list[str] = []
         self.probe_cpu_s = 0.0  # CPU-seconds bpftrace used once attached (its start aside), once closed
         self.notices: list[dict] = []  # events of its own (unreadable counters), taken by the watcher
@@ -286,13 +288,8 @@ class WatchCollector:
         if ebpf:
             # the kernel's maps printed twice a period (each print walks every map key by key: a period's
             # worth of pairs four times a second cost bpftrace more than the counting did)
-            runq = RunqProbe(min(max(period / 2, 0.1), 1.0), net_rtt=net_rtt)
-            runq.start()
-            self.problems += runq.problems
-            if runq.attached:
-                self.runq = runq
-            else:
-                runq.stop()
+            # launched here, waited for by attach(): the first scan and reading are made while it compiles
+            self._launched = RunqProbe(min(max(period / 2, 0.1), 1.0), net_rtt=net_rtt).launch()
         try:  # interrupted from here on (Ctrl-C, SIGTERM), the probe started above goes too
             # the cheap reading before: (when, (CPU ns, periods, periods throttled), PSI totals)
             self._prev: dict[str, tuple[float, tuple[float, int, int], dict[str, float]]] = {}
@@ -330,10 +327,22 @@ class WatchCollector:
             self._ticks = cpu_ticks()
             self._t = time.monotonic()
         except BaseException:
-            if self.runq is not None:
-                self.runq.stop()
+            if self._launched is not None:
+                self._launched.stop()
             raise
         self.clock0 = self._t if clock0 is None else clock0  # frames' t: seconds since then
+
+    def attach(self) -> None:
+        """Waits for the eBPF probes to attach (they compile meanwhile); what could not attach is in `problems`."""
+        runq, self._launched = self._launched, None
+        if runq is None:
+            return
+        runq.wait_attached()
+        self.problems += runq.problems
+        if runq.attached:
+            self.runq = runq
+        else:
+            runq.stop()
 
     def set_targets(self, targets: dict[str, Resolved]) -> None:
         """The containers to watch now (rescanned by the caller); their unified cgroups found again."""
@@ -393,6 +402,9 @@ class WatchCollector:
 
     def close(self) -> None:
         self._files.close()
+        if self._launched is not None:  # closed before its probes were waited for
+            self._launched.stop()
+            self._launched = None
         if self.runq is not None:
             self.probe_cpu_s = self.runq.cpu_seconds() - self.runq.start_cpu_s
             self.runq.stop()
@@ -417,6 +429,9 @@ class WatchCollector:
                     self._tasks[name] = n
                 except OSError:
                     pass
+        if self._read_once:  # the first reading only starts the counters: it does not wait for the probes
+            self.attach()
+        self._read_once = True
         k = self.runq.take() if self.runq is not None else Taken()
         by_id = {i: n for n, w in self.watched.items() for i in w.ids}
         files = self._leaf_files()

@@ -129,6 +129,7 @@ class Watcher:
         self.last: Frame | None = None
         self._last_scan = -math.inf
         self._closed = False
+        self._started = False  # start(): the first scan and reading made
         self.cri: Cri | None = None
         self.pods = any(s.startswith("k8s:") for s in cfg.targets)
         self.only_pods = all(s.startswith("k8s:") for s in cfg.targets)
@@ -138,7 +139,19 @@ class Watcher:
 
     @property
     def problems(self) -> list[str]:
+        self.collector.attach()  # what eBPF could not attach is known once it tried
         return self.collector.problems
+
+    def start(self) -> None:
+        """The first scan and reading, made while bpftrace compiles (at 250 pods they take 0.3 s of its 0.9), then
+        its probes waited for. run() starts it if nobody did."""
+        if self._started:
+            return
+        self._started = True
+        self.scan()
+        self._last_scan = time.monotonic()
+        self.collector.collect()  # the first reading only sets the counters' start
+        self.collector.attach()
 
     def _cri(self) -> Cri | None:
         """The node's CRI, connected again at each scan until one answers (None meanwhile)."""
@@ -241,9 +254,7 @@ class Watcher:
                 after_step(self)
 
         try:
-            self.scan()
-            self._last_scan = time.monotonic()
-            self.collector.collect()  # the first reading only sets the counters' start
+            self.start()
             next_at = time.monotonic() + self.cfg.period
             while not stop.is_set() and (end is None or time.monotonic() < end):
                 stop.wait(max(0.0, next_at - time.monotonic()))
