@@ -289,7 +289,8 @@ class WatchCollector:
             # the kernel's maps printed twice a period (each print walks every map key by key: a period's
             # worth of pairs four times a second cost bpftrace more than the counting did)
             # launched here, waited for by attach(): the first scan and reading are made while it compiles
-            self._launched = RunqProbe(min(max(period / 2, 0.1), 1.0), net_rtt=net_rtt).launch()
+            self._launched = RunqProbe(min(max(period / 2, 0.1), 1.0), net_rtt=net_rtt)
+            self._launched.launch()
         try:  # interrupted from here on (Ctrl-C, SIGTERM), the probe started above goes too
             # the cheap reading before: (when, (CPU ns, periods, periods throttled), PSI totals)
             self._prev: dict[str, tuple[float, tuple[float, int, int], dict[str, float]]] = {}
