@@ -40,6 +40,8 @@ from pathlib import Path
 
 from benchkit import bpf_run_ns, bpf_stats
 from contend.cri.node import CriNode
+from contend.pageout import give_back
+from contend.watch.cli import START_LIBS
 
 TICK = os.sysconf("SC_CLK_TCK")
 SCRAPE_S = 15.0  # how often `--deployed` reads the endpoint, as a Prometheus scraping every 15 s would
@@ -94,6 +96,9 @@ def one_watch(endpoint: str, seconds: float, src: str | None = None, deployed: b
     recording), scraped every SCRAPE_S as Prometheus would; else its frames recorded, no endpoint."""
     env = {**os.environ, "PYTHONPATH": src} if src else None
     port = free_port()
+    # on a node nothing else maps the watch's libraries; this bench does (it made the pods through the same gRPC),
+    # and the kernel keeps a page two processes map: its own are given back first, so the watch's are its alone
+    give_back(os.getpid(), START_LIBS)
     with tempfile.TemporaryDirectory() as tmp:
         rec = Path(tmp) / "frames.jsonl"
         out = ["--metrics", f"127.0.0.1:{port}"] if deployed else ["--metrics", "off", "--record", str(rec)]

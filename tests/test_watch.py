@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -18,6 +19,7 @@ import pytest
 from contend.cgroups import CgroupHost, Limits, detect
 from contend.cgroups.v1 import v1_hierarchies
 from contend.paths import DATA
+from contend.pageout import give_back
 from contend.probes.ebpf import give_back_compiler
 from contend.watch.collector import DETAIL_EVERY, WatchCollector, detail_signals, host_netns, wants_detail
 from contend.watch.daemon import WatchConfig, Watcher
@@ -458,6 +460,35 @@ def test_bpftrace_gives_its_compilers_pages_back_once_attached_and_keeps_countin
     finally:
         probe.stop()
     assert give_back_compiler(os.getpid()) == 0  # no compiler of its own here: nothing to give
+
+
+MAPS_AND_WAITS = ("import mmap, sys; f = open(sys.argv[1], 'rb'); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ);"
+                  " sum(m[i] for i in range(0, len(m), 4096)); print('mapped', flush=True); sys.stdin.read()")
+
+
+@needs_root
+def test_a_process_gives_back_the_pages_of_a_library_it_alone_maps_and_keeps_those_another_maps(tmp_path):
+    """pageout.give_back, as the watch gives back what it needed to start (START_LIBS): a real process's pages of a
+    file it mapped and read leave its resident set; where another process maps the same pages, the kernel keeps
+    them (why bench/watch_node.py gives back its own first). A file it does not map: nothing advised."""
+    import mmap
+    lib = tmp_path / "lib-of-its-own.so"
+    lib.write_bytes(os.urandom(16 << 20))
+    child = subprocess.Popen([sys.executable, "-c", MAPS_AND_WAITS, str(lib)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "mapped"
+        with open(lib, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as ours:
+            sum(ours[i] for i in range(0, len(ours), 4096))  # this process maps them too: kept
+            before = resident_mib(child.pid, "RssFile")
+            assert give_back(child.pid, (lib.name,)) >= 16 << 20
+            assert resident_mib(child.pid, "RssFile") > before - 2, "pages another process maps were dropped"
+        assert give_back(child.pid, (lib.name,)) >= 16 << 20  # its alone now
+        assert resident_mib(child.pid, "RssFile") < before - 14
+        assert give_back(child.pid, ("no-such-library",)) == 0
+    finally:
+        child.kill()
+        child.wait()
 
 
 @needs_root

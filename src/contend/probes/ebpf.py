@@ -6,7 +6,6 @@ container's tracking cgroup in the unified tree (DESIGN §5).
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import resource
@@ -18,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..pageout import give_back
 from .base import Sample, Target
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -168,40 +168,12 @@ def script(probes: list[Probe], period_ms: int, tenant_ids: Sequence[str] = ()) 
 # bpftrace's compiler, mapped from these libraries: used to build the programs, never again once they are
 # attached (the maps are printed by bpftrace's own code)
 COMPILER_LIBS = ("/libLLVM", "/libclang")
-_SYS_PROCESS_MADVISE, _MADV_PAGEOUT = 440, 21  # the same number on every architecture (asm-generic)
-
-
-class _IoVec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]  # noqa: RUF012 - ctypes' own layout
 
 
 def give_back_compiler(pid: int) -> int:
-    """Pages out what a bpftrace process holds of its compiler's libraries once its probes are attached
-    (process_madvise(MADV_PAGEOUT), Linux 5.10): 60-70 MiB of its 110 resident here, read back from the disk
-    should it ever touch them again. Only file pages it alone maps go (the kernel skips shared ones), nothing
-    of its own memory. Bytes advised; 0 where the kernel or the process says no (best effort)."""
-    ranges = []
-    try:
-        with open(f"/proc/{pid}/maps") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) >= 6 and any(lib in parts[5] for lib in COMPILER_LIBS):
-                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                    ranges.append(_IoVec(lo, hi - lo))
-    except (OSError, ValueError):
-        return 0
-    if not ranges:
-        return 0
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:
-        return 0
-    try:
-        iov = (_IoVec * len(ranges))(*ranges)
-        done = ctypes.CDLL(None, use_errno=True).syscall(_SYS_PROCESS_MADVISE, fd, iov, len(ranges), _MADV_PAGEOUT, 0)
-        return max(0, done)
-    finally:
-        os.close(fd)
+    """Pages out what a bpftrace process holds of its compiler's libraries once its probes are attached: 60-70
+    MiB of its 110 resident here. Bytes advised (pageout.give_back)."""
+    return give_back(pid, COMPILER_LIBS)
 
 
 # what bpftrace's compiling freed goes back to the system, not kept in its heap: 8 MiB of the 40 it kept (glibc's
