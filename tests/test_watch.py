@@ -18,8 +18,8 @@ import pytest
 
 from contend.cgroups import CgroupHost, Limits, detect
 from contend.cgroups.v1 import v1_hierarchies
-from contend.paths import DATA
 from contend.pageout import give_back
+from contend.paths import DATA
 from contend.probes.ebpf import give_back_compiler
 from contend.watch.collector import DETAIL_EVERY, WatchCollector, detail_signals, host_netns, wants_detail
 from contend.watch.daemon import WatchConfig, Watcher

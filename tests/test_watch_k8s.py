@@ -4,6 +4,8 @@ and the watch naming them namespace/pod/container through the same CRI."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
 import urllib.request
@@ -12,8 +14,9 @@ import pytest
 
 from contend.cgroups import detect
 from contend.cri.client import Cri, CriError, connect, container_id, qos_class
-from contend.cri.node import CriNode
+from contend.cri.node import CriNode, process_runs
 from contend.guard.targets import TargetError, resolve
+from contend.paths import STATE
 from contend.watch.daemon import WatchConfig, Watcher
 from contend.watch.signals import Frame
 
@@ -212,3 +215,27 @@ def test_the_ebpf_daemonsets_capabilities_load_the_watchs_program_under_the_runt
     assert '"type": "attached_probes"' in logs["granted"] and '"@rq_ns"' in logs["granted"], logs["granted"][-2000:]
     assert "unknown type name 'pid_t'" in logs["bpf"] and "@rq_ns" not in logs["bpf"], logs["bpf"][-2000:]
     assert "attached_probes" not in logs["none"] and "@rq_ns" not in logs["none"], logs["none"][-2000:]
+
+
+@needs_root
+def test_a_node_whose_containerd_died_leaves_no_shim_pod_or_cgroup_behind(tmp_path):
+    """containerd killed under a running pod (its CRI answers nothing after): stop() still leaves no shim (they run
+    in sessions of their own and would wait for it for ever), no process of the pod, no cgroup of its."""
+    require("containerd")
+    n = CriNode(home=tmp_path / "home", state=STATE / f"cri-died-{os.getpid()}")
+    try:
+        n.start()
+        pod = n.run_pod("default", "orphan", qos="besteffort")
+        n.run(pod, "sleeper", ["/usr/bin/sleep", "600"])
+        shims = n.shims()
+        assert shims, "no shim found for the node's pod"
+        assert n.proc is not None
+        os.killpg(n.proc.pid, signal.SIGKILL)
+        n.proc.wait()
+        with pytest.raises(CriError):
+            n.remove_pod(pod)
+    finally:
+        n.stop()
+    assert not [p for p in shims if process_runs(p)], "a shim outlived its containerd"
+    assert not n.shims()
+    assert not detect().cgroup(pod.cgroup).exists(), f"the pod's cgroup {pod.cgroup} was left"

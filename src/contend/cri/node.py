@@ -104,6 +104,14 @@ def image_archive(pause: Path) -> bytes:
     return out.getvalue()
 
 
+def process_runs(pid: int) -> bool:
+    """The process runs still (a zombie waiting for its parent to reap it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 class CriNode:
     """containerd with its CRI plugin, started for a block (`with CriNode() as node:`) and stopped after with
     every pod it made, the cgroups the pods left and its state."""
@@ -230,6 +238,22 @@ class CriNode:
         self.cri.call("RemovePodSandbox", api.RemovePodSandboxRequest(pod_sandbox_id=pod.id))
         self.pods.remove(pod)
 
+    def shims(self) -> list[int]:
+        """The shims this node's containerd started (their command line names its socket: `-address SOCK`)."""
+        mine = ["-address", str(self.sock)]
+        out = []
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                argv = (d / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            named = any(argv[i:i + 2] == mine for i in range(len(argv)))
+            if named and Path(argv[0]).name.startswith("containerd-shim"):
+                out.append(int(d.name))
+        return out
+
     def stop(self) -> None:
         """Every pod removed, containerd stopped, the cgroups its pods left removed (deepest first)."""
         if self.cri is not None:
@@ -248,6 +272,17 @@ class CriNode:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.proc = None
+        # shims run in sessions of their own and outlive containerd: where the CRI could not remove a pod (it
+        # stopped answering), its shim would wait for a containerd that is gone, for ever
+        shims = self.shims()
+        for pid in shims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 5
+        while any(process_runs(p) for p in shims) and time.monotonic() < deadline:
+            time.sleep(0.05)
         for rel in sorted(self._made, key=lambda r: -r.count("/")):
             self.host.cgroup(rel).remove()
             if self.host.mode == "hybrid" and (mirror := self.host.tracking(rel)) is not None:

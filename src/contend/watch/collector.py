@@ -153,10 +153,13 @@ def psi_totals(pressure: dict[str, float]) -> dict[str, float]:
             if f"{res}.some.total_us" in pressure}
 
 
+HOST_PSI = tuple((res, f"/proc/pressure/{res}") for res in ("cpu", "memory", "io"))  # paths made once
+
+
 def host_psi() -> dict[str, float]:
     out: dict[str, float] = {}
-    for res in ("cpu", "memory", "io"):
-        out.update(read_pressure(Path(f"/proc/pressure/{res}"), res))
+    for res, path in HOST_PSI:
+        out.update(read_pressure(path, res))
     return psi_totals(out)
 
 
