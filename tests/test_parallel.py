@@ -155,6 +155,20 @@ def test_a_runtime_increase_is_positive_and_the_ci_scales_with_the_base():
     assert iso["ci_high"] - iso["ci_low"] == pytest.approx((raw["ci_high"] - raw["ci_low"]) / 10)
 
 
+def test_a_cells_interval_stays_within_its_figures_range_no_rate_time_or_peak_below_zero():
+    """Two runs far apart (9 and 11 s; 0.1 and 5 MFLOPS): Student's t with n = 2 reaches below 0, which no time,
+    rate, CPU use or memory peak can be: each interval stops at 0 (metrics/bounds)."""
+    runs = [Run("runc", 1, "pidigits", f"p{i}c0", {"seconds": s}, {"cpu": c, "mem_peak_bytes": m})
+            for i, (s, c, m) in enumerate([(9.0, 0.1, 2 ** 20), (11.0, 1.9, 99 * 2 ** 20)])]
+    runs += runs_of("runc", 1, [0.1, 5.0])
+    rows = scaling_metrics(runs, {"pidigits": "seconds", "linpack": "mflops"}, ["runc"])
+    for bench, view, name in (("pidigits", "guest", "seconds"), ("pidigits", "host", "cpu"),
+                              ("pidigits", "host", "mem_peak_mib"), ("linpack", "guest", "mflops"),
+                              ("linpack", "guest", "normalized")):
+        (cell,) = [r for r in rows if (r["resource"], r["view"], r["metric"]) == (bench, view, name)]
+        assert cell["ci_low"] == 0.0 < cell["value"] < cell["ci_high"], cell
+
+
 def test_without_runc_the_first_runtime_measured_isolated_is_the_base():
     runs = runs_of("crun", 1, [50]) + runs_of("runsc", 1, [25])
     rows = scaling_metrics(runs, {"linpack": "mflops"}, ["runsc", "crun"])

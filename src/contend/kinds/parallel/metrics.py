@@ -97,12 +97,14 @@ def scaling_metrics(runs: list[Run], figure: dict[str, str], runtimes: list[str]
     cells: dict[tuple, list[Run]] = defaultdict(list)
     for r in runs:
         cells[(r.runtime, r.count, r.benchmark)].append(r)
-    means = {k: mean_ci([r.figures.get(figure[k[2]], math.nan) for r in v]) for k, v in cells.items()}
+    means = {k: mean_ci([r.figures.get(figure[k[2]], math.nan) for r in v], metric=figure[k[2]])
+             for k, v in cells.items()}
     out = []
     for (rt, count, bench), rs in sorted(cells.items()):
         names = sorted({k for r in rs for k in r.figures})
         for name in names:
-            out.append(row(rt, count, bench, "guest", name, *mean_ci([r.figures.get(name, math.nan) for r in rs])))
+            out.append(row(rt, count, bench, "guest", name,
+                            *mean_ci([r.figures.get(name, math.nan) for r in rs], metric=name)))
         m, lo, hi, n = means[(rt, count, bench)]
         base = base_runtime(runs, bench, runtimes)
         if base is not None and n:
@@ -118,7 +120,7 @@ def scaling_metrics(runs: list[Run], figure: dict[str, str], runtimes: list[str]
             out.append(row(rt, count, bench, "guest", "jain", jain(per_container), n=len(per_container)))
         cpu = [r.host.get("cpu", math.nan) for r in rs]
         if any(math.isfinite(c) for c in cpu):
-            out.append(row(rt, count, bench, "host", "cpu", *mean_ci(cpu)))
+            out.append(row(rt, count, bench, "host", "cpu", *mean_ci(cpu, metric="cpu")))
             shares = _per_container(rs, lambda r: r.host.get("cpu", math.nan))
             if count > 1 and len(shares) > 1:
                 out.append(row(rt, count, bench, "host", "jain", jain(shares), n=len(shares)))
@@ -127,7 +129,7 @@ def scaling_metrics(runs: list[Run], figure: dict[str, str], runtimes: list[str]
             out.append(row(rt, count, bench, "host", "concurrency", concurrency(spans), n=len(spans)))
         peak = [r.host.get("mem_peak_bytes", math.nan) / 2 ** 20 for r in rs]
         if any(math.isfinite(p) for p in peak):
-            out.append(row(rt, count, bench, "host", "mem_peak_mib", *mean_ci(peak)))
+            out.append(row(rt, count, bench, "host", "mem_peak_mib", *mean_ci(peak, metric="mem_peak_mib")))
     return out
 
 
