@@ -3,6 +3,7 @@ answers); a small study runs end to end with real containers, stress-ng and the 
 from __future__ import annotations
 
 import csv
+import json
 import math
 from pathlib import Path
 
@@ -180,6 +181,15 @@ def test_a_detect_study_end_to_end_names_each_antagonist_and_blames_nobody_in_a_
     assert 0 < float(rows[("cpu", "watch_cpu_pct")]["value"]) < 50
     assert "found" in p.stdout and (out / "detect-tables.md").exists() and (out / "report.html").exists()
     assert list((out / "figures").glob("detect-runc.cpu.r1.png"))
+    # its frames, whole, replay through the detector to the verdict the watcher gave live
+    live = [json.loads(e) for (e,) in duckdb.connect(str(out / "contend.duckdb"), read_only=True).execute(
+        "SELECT detail FROM events WHERE trial_id = 'runc.cpu.r1' AND kind = 'blame' ORDER BY t").fetchall()]
+    r = contend("watch", "--replay", str(out / "frames" / "runc.cpu.r1.jsonl"), "--json")
+    assert r.returncode == 0, r.stderr
+    again = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+    assert [(e["victim"], e["culprit"]) for e in again if e["event"] == "blame"][:1] == \
+        [(e["victim"], e["culprit"]) for e in live][:1] == [("victim", "noisy")], (again, live)
+    assert "noisy" in live[0]["why"] and "contend-" not in live[0]["why"], live[0]  # tenants' names, not cgroups
 
 
 @needs_root

@@ -6,7 +6,9 @@ major faults, and beside either its working set read back (refaults); disk: its 
 disk's latency, while it does I/O; a reader that waits for each I/O is stalled most of the time whatever the
 disk's speed, so its pressure alone says little; network: its TCP round-trip time, and beside it the share
 of its TCP segments sent again and its interfaces' drops) is compared with the container's own baseline (its recent
-frames without a symptom). Above max(floor, (1 + rel) × median, median + k robust SDs), the container
+frames without a symptom on any resource and not unusual: above half-way to the threshold, until that level has
+lasted `renormal` frames). Above max(floor, (1 + rel) × median, median + k robust SDs) (on CPU, with `witness` robust
+SDs for k when eBPF saw those whose use rose take a major share of its wait: a second witness), the container
 suffers, if it was in the frame before too or is twice that high (an OOM kill is a symptom by itself). Then,
 in order:
 1. its own limit explains it (CPU quota throttling, its memory limit, its own I/O throttle): `self`, and no
@@ -18,7 +20,8 @@ in order:
    the time its own other tasks took, its use not risen, is crowding, shared among the suspects by their
    rise), or else by how far its use rose; the victim itself is a suspect of its own: its own use rising more than
    anyone else's is `self` (a container that starts working on a busy host waits for the others);
-3. none rose: `unattributed` (a symptom nobody here explains).
+3. none rose, or on CPU those who did took under `MAJOR` of its wait together: `unattributed` (a symptom nobody
+   here explains).
 A verdict names its culprits in order with their shares of the harm (`culprits`: on CPU, of the time the
 victim waited; else of the rises; what no suspect explains is left out, so they sum to at most 1). It
 changes when its kind or the order of the culprits holding at least `MAJOR` of the harm changes, not when a
@@ -38,6 +41,7 @@ MAJOR = 0.2  # a culprit with this share of the harm or more: a change in their 
 SETTLED = 0.25  # a container's own use moving by less than this share of it (or the use floor): settled
 STAY = 0.15  # a major culprit stays major down to this share (a share near MAJOR does not flap the verdict)
 ENDS = ("cleared", "gone")  # a verdict's end: its symptom gone for clear_after frames, or its victim gone
+Reading = tuple[tuple[str, str, str], float, deque, bool]  # (container, resource, signal), value, its baseline, unusual
 
 
 @dataclass(frozen=True)
@@ -104,17 +108,21 @@ class Verdict:
                 "evidence": {k: round(v, 4) for k, v in self.evidence.items() if math.isfinite(v)}}
 
 
-def threshold(base: list[float], floor: float, rel: float, k: float) -> tuple[float, float]:
-    """(median, the level a symptom must exceed) from a baseline's values (statistics.median: a few dozen
-    values, every container and resource every period; numpy's costs ten times more here)."""
+def spread(base: list[float]) -> tuple[float, float]:
+    """(median, robust SD) of a baseline's values (statistics.median: a few dozen values, every container and
+    resource every period; numpy's costs ten times more here)."""
     med = statistics.median(base)
-    sd = 1.4826 * statistics.median(abs(x - med) for x in base)
-    return med, max(floor, (1 + rel) * med, med + k * sd)
+    return med, 1.4826 * statistics.median(abs(x - med) for x in base)
+
+
+def bar(med: float, sd: float, floor: float, rel: float, k: float) -> float:
+    """The level a symptom must exceed: max(floor, (1 + rel) × median, median + k robust SDs)."""
+    return max(floor, (1 + rel) * med, med + k * sd)
 
 
 class Detector:
     def __init__(self, baseline: int = 30, warmup: int = 3, clear_after: int = 3, window: int = 3,
-                 k: float = 4.0, rules: dict[str, Rule] = RULES):
+                 k: float = 4.0, rules: dict[str, Rule] = RULES, renormal: int = 10, witness: float | None = 1.0):
         self.rules = rules
         self.k, self.warmup, self.clear_after = k, warmup, clear_after
         self._nbase = baseline
@@ -125,6 +133,9 @@ class Detector:
         self.quiet: dict[tuple[str, str], int] = {}
         self.above: dict[tuple[str, str, str], bool] = {}  # (container, resource, signal) above its threshold
         self.rose: set[tuple[str, str]] = set()  # (container, resource) above a threshold, unconfirmed, this frame
+        self.unusual: dict[tuple[str, str, str], int] = {}  # (container, resource, signal) -> unusual frames in a row
+        self.renormal = renormal
+        self.witness = witness
         self.jumped: set[tuple[str, str]] = set()  # (container, resource) whose use jumped this frame
 
     # -- reading a frame
@@ -244,10 +255,15 @@ class Detector:
         if victim in eligible and (total <= 0 or rises[victim] >= max(rises[s] for s in eligible)):
             return Verdict(victim, res, "self", victim, 1.0, f.t, f"{sig} {value:.3g}: its own {rule.use} rose "
                            "most", [(victim, 1.0)], ev, [(victim, 1.0)])
-        if total <= 0:
-            return Verdict(victim, res, "unattributed", "", 0.0, f.t,
-                           f"{sig} {value:.3g} above its baseline {med:.3g}, and no neighbour's {rule.use} rose",
-                           evidence=ev)
+        # on CPU, those whose use rose may have run on its CPUs for a sliver of its wait, the rest taken by those
+        # whose did not rise (ten light bystanders started together wake together: each waited 0.4 s/s for the
+        # others, and a riser that took 5 % of it was blamed): nobody here explains it either
+        explained = sum(x for _, x in culprits) if how_ranked == "taken" else 1.0
+        if total <= 0 or explained < MAJOR:
+            return Verdict(victim, res, "unattributed", "", 0.0, f.t, f"{sig} {value:.3g} above its baseline {med:.3g}"
+                           + (f", and no neighbour's {rule.use} rose" if total <= 0 else
+                              f"; those whose {rule.use} rose ran on its CPUs for {explained:.0%} of the time its "
+                              "tasks waited"), evidence=ev)
         ranked = sorted(((s, x / total) for s, x in score.items()), key=lambda p: -p[1])
         top, share = culprits[0]
         if top == victim:
@@ -281,7 +297,7 @@ class Detector:
                 out[s] = out.get(s, 0.0) + n
         return out
 
-    def _worst(self, f: Frame, name: str, res: str, readings: list[tuple[str, str, float, deque]],
+    def _worst(self, f: Frame, name: str, res: str, readings: list[Reading],
                sigs: dict[str, float]) -> tuple[str, float, float, float] | None:
         """(signal, value, baseline median, threshold) of the symptom furthest above its threshold that counts
         this frame; None: the container does not suffer on this resource. Each reading goes to `readings`."""
@@ -292,14 +308,22 @@ class Detector:
             base = self.base.get((name, res, sig))
             if base is None:  # made once (setdefault would build a deque every container, resource and frame)
                 base = self.base[(name, res, sig)] = deque(maxlen=self._nbase)
-            readings.append((name, res, value, base))
+            key = (name, res, sig)
             if len(base) < self.warmup and not hard:
+                readings.append((key, value, base, False))
                 continue
             if value <= floor and not hard:  # under any threshold (none is below the floor): no median needed,
-                self.above[(name, res, sig)] = False  # and most of a node's containers are here most of the time
+                self.above[key] = False  # and most of a node's containers are here most of the time
+                readings.append((key, value, base, False))
                 continue
-            med, thr = threshold(list(base), floor, self.rules[res].rel, self.k) if base else (0.0, floor)
-            key = (name, res, sig)
+            med, sd = spread(list(base)) if base else (0.0, 0.0)
+            rel = self.rules[res].rel
+            thr = bar(med, sd, floor, rel, self.k)
+            # unusual: half-way there in each term; not learnt (below)
+            readings.append((key, value, base, value > bar(med, sd, floor, rel / 2, self.k / 2)))
+            if self.witness is not None and value <= thr and value > (low := bar(med, sd, floor, rel, self.witness)) \
+                    and self._witnessed(f, name, res, value):
+                thr = low  # a second witness lowers the bar
             above, self.above[key] = self.above.get(key, False), value > thr
             # one frame above the threshold is a blip unless it is far above (twice): evidence accumulates
             if not hard and (value <= thr or not (above or value > 2 * thr or (name, res) in self.active)):
@@ -310,6 +334,24 @@ class Detector:
                 worst = (value / thr, sig, value, med, thr)
         return worst[1:] if worst is not None else None
 
+    def _witnessed(self, f: Frame, name: str, res: str, value: float) -> bool:
+        """Whether the kernel saw a neighbour cause a wait: on CPU, those whose use rose by the use floor ran on the
+        container's CPUs for `MAJOR` or more of the time its tasks waited this frame (eBPF), or crowded its tasks
+        onto fewer CPUs (its own tasks took that much, its own use not risen). Beside 100 bystanders a victim's
+        calm wait swings between 0.1 and 0.6 s/s as they wake, its threshold with it (1.0-1.7 s/s), and the wait
+        a CPU antagonist brought (0.9-1.5) crossed it late or never; what the antagonist took did not swing."""
+        if res != "cpu" or not (taken := f.taken.get(name)):
+            return False
+        floor = self.rules[res].use_floor
+        took = sum(x for s, x in taken.items() if s != name and self.rise(s, res) >= floor)
+        if took >= MAJOR * value:
+            return True
+        # crowded: its own tasks took the rest while a neighbour's use rose and its own did not (only then: the
+        # rises of a node's every container are read when its own tasks took a major share)
+        own = taken.get(name, 0.0)
+        return took + own >= MAJOR * value and not self.rise(name, res) >= floor and \
+            any(self.rise(s, res) >= floor for s in f.containers if s != name)
+
     def step(self, f: Frame) -> list[dict]:
         """The events this frame brings: blame / self / unattributed when a verdict starts or changes,
         cleared when it ends, gone when its victim left (a container removed, a pod deleted)."""
@@ -318,7 +360,7 @@ class Detector:
         self._arrivals()
         events: list[dict] = []
         suffering: dict[str, set[str]] = {r: set() for r in self.rules}
-        readings: list[tuple[str, str, float, deque]] = []
+        readings: list[Reading] = []
         for name, sigs in f.containers.items():
             for res in self.rules:
                 worst = self._worst(f, name, res, readings, sigs)
@@ -346,19 +388,44 @@ class Detector:
                 events.append(self.active.pop(key).event(f.t, "cleared"))
                 self.quiet.pop(key, None)
         self._learn(f, readings, suffering)
+        self._departures()
         self.jumped = self._jumps()
         return events
 
-    def _learn(self, f: Frame, readings: list[tuple[str, str, float, deque]], suffering: dict[str, set[str]]) -> None:
+    def _departures(self) -> None:
+        """What it kept on a container that left (a pod deleted) is forgotten: on a node whose pods come and go, a
+        month of them would hold hundreds of MiB of baselines."""
+        left = self.recent[-2].containers.keys() - self.recent[-1].containers.keys() if len(self.recent) > 1 else ()
+        if not left:
+            return
+        kept: list[dict] = [self.base, self.above, self.unusual, self.use_base]  # each keyed (container, …)
+        for m in kept:
+            for key in [k for k in m if k[0] in left]:
+                del m[key]
+
+    def _learn(self, f: Frame, readings: list[Reading], suffering: dict[str, set[str]]) -> None:
         """Baselines learn from calm frames only: a victim's while it does not suffer and its own use has settled
         (a load starting up waits for its own CPUs and pages: its start is not its normal), the suspects' use
         while nobody suffers on that resource (an antagonist that runs for minutes must not become normal)."""
         settled: dict[tuple[str, str], bool] = {}  # a container's memory has two symptoms: judged settled once
-        for name, res, value, base in readings:
+        # a container suffering on one resource is calm on none: a reader held up on the disk barely runs, its
+        # CPU wait near 0 (learnt, its normal wait read as harm once the disk let it go)
+        troubled = {n for n, _ in self.active} | {n for n, _ in self.rose} | set().union(*suffering.values())
+        for key, value, base, unusual in readings:
+            name, res, _ = key
             # a frame above the threshold unconfirmed is no calm frame either: learnt, an onset's first frames
             # raise the threshold as fast as the symptom rises (a victim's wait 1.06 then 1.13 s/s, never blamed)
-            if name in suffering[res] or (name, res) in self.active or (name, res) in self.rose:
+            if name in troubled:
                 continue
+            # nor is one unusual, below the threshold but half-way there, until it has lasted `renormal` frames
+            # (a new normal): learnt, a harm rising slowly lifts the bar ahead of itself (beside 100 bystanders a
+            # victim's wait rose 1.0 → 1.4 s/s over 6 s and its threshold 1.0 → 3.4, never blamed)
+            if unusual:
+                run = self.unusual[key] = self.unusual.get(key, 0) + 1
+                if run < self.renormal:
+                    continue
+            elif key in self.unusual:
+                del self.unusual[key]
             if (calm := settled.get((name, res))) is None:
                 calm = settled[name, res] = self._settled(name, res)
             if calm:

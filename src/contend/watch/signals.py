@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # every per-container signal: name -> (unit, what it is). nan: not available on this host or for this container.
@@ -72,6 +73,13 @@ class Frame:
 
     def get(self, name: str, signal: str) -> float:
         return self.containers.get(name, NOTHING).get(signal, math.nan)
+
+    def renamed(self, name: Callable[[str], str]) -> "Frame":
+        """The same frame with every container's name (as a victim, a preemptor or one that took) mapped."""
+        def keys(d: dict) -> dict:
+            return {name(k): (keys(v) if isinstance(v, dict) else v) for k, v in d.items()}
+        return Frame(self.t, self.dt, {name(k): dict(v) for k, v in self.containers.items()}, keys(self.preempt),
+                     dict(self.host), keys(self.taken))
 
     def to_json(self) -> str:
         def clean(d: dict) -> dict:  # JSON has no nan: a signal not there is left out

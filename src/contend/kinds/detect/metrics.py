@@ -34,6 +34,7 @@ DIRECTIONS = {
 ANTAGONIST, VICTIM = "noisy", "victim"
 WARMUP = 3  # the detector's: calm periods a baseline needs before a symptom is judged (watch.detector)
 STEP = "verdict-step"  # the event kind of the verdict standing on the victim after a watch period
+FRAME = "watch-frame"  # the event kind of one of the watcher's frames, whole (Frame.to_json, tenants' names)
 
 
 # when a resource's counter says the antagonist began to use it: (the rise that counts, within how many seconds

@@ -15,7 +15,7 @@ from ...report.table import TextTable, markdown_tables, rich_text_tables
 from ...store import Store
 from ...watch.detector import ENDS
 from .cases import CASES
-from .metrics import STEP, VICTIM, Truth, cell_figures, coverage, trial_metrics
+from .metrics import FRAME, STEP, VICTIM, Truth, cell_figures, coverage, trial_metrics
 
 VERDICTS = ("blame", "self", "unattributed", *ENDS)
 COLUMNS = (("detected", "found"), ("first_right", "1st"), ("latency_p50_s", "p50 s"), ("latency_p95_s", "p95 s"),
@@ -125,6 +125,16 @@ def timeline(trial: dict, samples, events: list[dict]) -> Figure:
     return fig
 
 
+def write_frames(directory: Path, store: Store) -> None:
+    """Each trial's watch frames as `contend watch --record` writes them (frames/TRIAL.jsonl), to replay through
+    the detector (`contend watch --replay`): what it saw when it missed, or what a change to it would say."""
+    for t in store.trials():
+        lines = [e["detail"] for e in store.events(t["trial_id"]) if e["kind"] == FRAME]
+        if lines:
+            directory.mkdir(exist_ok=True)
+            write_text(directory / f"{t['trial_id']}.jsonl", "\n".join(lines) + "\n")
+
+
 def refresh_detect(directory: Path, store: Store, title: str) -> Written:
     from ...report.page import read_yaml
     spec = read_yaml(directory / "spec.yaml")
@@ -136,6 +146,7 @@ def refresh_detect(directory: Path, store: Store, title: str) -> Written:
     for t in store.trials("ok"):
         f = timeline(t, store.samples(t["trial_id"]), events[t["trial_id"]])
         figs.append({"title": t["trial_id"], "png": save(f, directory / "figures" / f"detect-{t['trial_id']}")})
+    write_frames(directory / "frames", store)
     out = write_page(directory, kind_page(__file__), figs, tables=tabs, timelines=figs,
-                     events=[e for e in store.events() if e["kind"] not in (*VERDICTS, STEP)])
+                     events=[e for e in store.events() if e["kind"] not in (*VERDICTS, STEP, FRAME)])
     return Written(rows, out, rich_text_tables(tabs, title, compact=True))

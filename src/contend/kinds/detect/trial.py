@@ -28,7 +28,7 @@ from ...watch.daemon import WatchConfig, Watcher
 from ...watch.signals import Frame
 from .cases import CASES, AgentLoad, Case, Load, bystanders
 from .cell import DetectCell
-from .metrics import ANTAGONIST, STEP, USE_STEP, VICTIM, first_use
+from .metrics import ANTAGONIST, FRAME, STEP, USE_STEP, VICTIM, first_use
 from .spec import DetectSpec
 
 # the signals kept as samples (source "watch"), for the report's timelines
@@ -294,8 +294,14 @@ def _record(result: TrialResult, rel: dict[str, str], events: list[dict], frames
     bpftrace's)."""
     def name(x: str) -> str:
         return rel.get(x, x)
+    longest = sorted(rel, key=len, reverse=True)  # noisy2's cgroup path begins with noisy's
+
+    def named(why: str) -> str:
+        for r in longest:
+            why = why.replace(r, rel[r])
+        return why
     for e in events:
-        e = {**e, "victim": name(e["victim"]), "culprit": name(e["culprit"]),
+        e = {**e, "victim": name(e["victim"]), "culprit": name(e["culprit"]), "why": named(e["why"]),
              "suspects": [[name(s), x] for s, x in e["suspects"]],
              "culprits": [[name(s), x] for s, x in e.get("culprits", [])]}
         result.events.append((e["t"], e["victim"], e["event"], json.dumps(e)))
@@ -307,6 +313,8 @@ def _record(result: TrialResult, rel: dict[str, str], events: list[dict], frames
     for f in frames:
         for c, sig in f.containers.items():
             result.samples += [Sample(f.t, name(c), "watch", k, v) for k, v in sig.items() if k in KEPT]
+        # the whole frame too, so a miss can be replayed through the detector (`contend watch --replay`)
+        result.events.append((f.t, "", FRAME, f.renamed(name).to_json()))
     assert isinstance(result.record.cell, DetectCell)
     result.record.cell.params.update(ran, watch_cpu_s=w.cpu_s, probe_cpu_s=w.collector.probe_cpu_s,
                                      frames=len(frames))
