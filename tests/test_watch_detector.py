@@ -591,3 +591,20 @@ def test_a_container_that_left_leaves_nothing_in_the_detector():
     assert [e["event"] for e in ev if e["victim"] == "victim"] == ["blame", "gone"]
     kept = [k for m in (d.base, d.use_base, d.above, d.unusual, d.active, d.quiet) for k in m if k[0] == "victim"]
     assert kept == [] and any(k[0] == "noisy" for k in d.base)
+
+
+def test_a_container_held_by_its_own_quota_still_learns_its_disk_and_is_blamed_for_a_disk_harm():
+    """Its own limit is no neighbour's harm: a container at its CPU quota from its fifth second on (`self` on CPU
+    from then, common on a Kubernetes node) starts its disk work later and still learns its disk's baseline, so a
+    disk antagonist is blamed."""
+    frames = []
+    for i in range(40):
+        quota, io, held = i >= 4, i >= 10, i >= 25
+        v = {"cpu": 0.3, "cpu_quota": 0.3, "throttled": 0.5 if quota else 0.0, "rq_delay": 0.7 if quota else 0.01,
+             "io_bytes": 5e7 if io else 0.0, "io_ios": 3000.0 if io else 0.0,
+             "io_wait_ms": (9.0 if held else 0.03 + 0.005 * (i % 3)) if io else math.nan}
+        n = {"cpu": 0.3 if held else 0.01, "rq_delay": 0.0, "io_bytes": 2e9 if held else 0.0,
+             "io_ios": 8000.0 if held else 0.0, "throttled": 0.0}
+        frames.append(Frame(float(i + 1), 1.0, {"victim": v, "noisy": n}, {}, {}))
+    ev = blames(run(frames))
+    assert ("victim", "cpu", "self", "victim") in ev and ("victim", "disk", "blame", "noisy") in ev, ev

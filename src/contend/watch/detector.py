@@ -408,14 +408,15 @@ class Detector:
         (a load starting up waits for its own CPUs and pages: its start is not its normal), the suspects' use
         while nobody suffers on that resource (an antagonist that runs for minutes must not become normal)."""
         settled: dict[tuple[str, str], bool] = {}  # a container's memory has two symptoms: judged settled once
-        # a container suffering on one resource is calm on none: a reader held up on the disk barely runs, its
-        # CPU wait near 0 (learnt, its normal wait read as harm once the disk let it go)
-        troubled = {n for n, _ in self.active} | {n for n, _ in self.rose} | set().union(*suffering.values())
+        # a container a neighbour hurts on one resource is calm on none: a reader held up on the disk barely runs,
+        # its CPU wait near 0 (learnt, its normal wait read as harm once the disk let it go). Its own limit is no
+        # such harm: a container always at its own CPU quota learns its memory and disk as ever
+        troubled = {n for (n, _), v in self.active.items() if v.kind != "self"} | {n for n, _ in self.rose}
         for key, value, base, unusual in readings:
             name, res, _ = key
             # a frame above the threshold unconfirmed is no calm frame either: learnt, an onset's first frames
             # raise the threshold as fast as the symptom rises (a victim's wait 1.06 then 1.13 s/s, never blamed)
-            if name in troubled:
+            if name in troubled or name in suffering[res] or (name, res) in self.active:
                 continue
             # nor is one unusual, below the threshold but half-way there, until it has lasted `renormal` frames
             # (a new normal): learnt, a harm rising slowly lifts the bar ahead of itself (beside 100 bystanders a
