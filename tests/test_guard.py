@@ -842,3 +842,45 @@ def test_io_cost_qos_lines_are_read_and_written_back_as_they_were(tmp_path):
         scheduler.set_iocost("8:0", tmp_path, {"enable": "1\n8:16 enable=1"})
     with pytest.raises(ValueError):
         scheduler.set_iocost("8:0\n", tmp_path, None)
+
+
+@needs_root
+def test_a_guard_that_dies_in_a_study_fails_the_run_and_a_belief_without_a_number_is_logged(cg, tmp_path):
+    """Issue 55: a policy that said something while it had no estimate yet (told nothing) made the daemon's log
+    line raise (round(inf)), which killed the guard's thread at the burst's start: silently, so the run was reported
+    as the policy's with the victim at 0.17. Now the belief is logged with no number, and a guard under test that
+    dies fails its run, saying when and why, with its caps off. The real guard on a real cgroup; the fault is put in
+    its policy's decide."""
+    from contend.guard import GuardConfig
+    from contend.guard.policy import Decision
+    from contend.kinds.guard.trial import GuardUnderTest
+    from contend.runtimes import RuntimeFailed
+    host, g = cg
+    dev = device_of(DATA)
+    cfg = GuardConfig(policy="contend", targets=[{"target": f"cgroup:{g.relpath}"}], metrics="off")
+    log = tmp_path / "guard.jsonl"
+    calls = []
+
+    def decide(inp):
+        calls.append(1)
+        if len(calls) == 3:
+            return Decision({t.name: None for t in inp.targets}, capacity=math.inf, state=inp.state, said="no number")
+        if len(calls) == 5:
+            raise ZeroDivisionError("a fault in the policy")
+        return Decision({t.name: 10e6 for t in inp.targets}, capacity=20e6, state=inp.state)
+
+    with GuardUnderTest(cfg, {dev: math.inf}, host, log, time.monotonic()) as gut:
+        gut.guard.policy.decide = decide
+        gut.guard.scan(strict=True)
+        gut.start()
+        deadline = time.monotonic() + 10
+        while len(calls) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        with pytest.raises(RuntimeFailed, match=r"the guard died \d+\.\d s into the run: ZeroDivisionError"):
+            gut.stop()
+        gut.stop()  # said once
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    said = [x for x in lines if x["event"] == "capacity"]
+    assert said and said[0]["capacity_bytes_s"] is None and said[0]["why"] == "no number"
+    assert lines[-1]["event"] == "stop" and (dev not in g.io_limits() or not g.io_limits()[dev].wbps)

@@ -10,6 +10,7 @@ from contend.guard.policy import (
     AridacPolicy,
     BfqPolicy,
     ContendPolicy,
+    Decision,
     HybridPolicy,
     IoCostPolicy,
     IoLatencyPolicy,
@@ -290,6 +291,23 @@ def test_contend_told_nothing_follows_a_disk_that_slows_as_told_right_does():
     victim = lambda tr: np.mean([g["victim"] for g, _, _ in tr[-200:]])  # noqa: E731
     assert victim(nothing) >= 0.97 * victim(right)
 
+
+def test_the_simulated_disk_puts_a_first_cap_in_force_late_with_lag():
+    """guard/simulate.py's `lag`: a target's first cap holds it only `lag` periods after the period it was set in
+    (what it had queued uncapped goes on: this VM's disk at a burst's start); later caps at once."""
+    class CapsAtFive(NoPolicy):
+        def decide(self, inp):
+            return Decision({t.name: 100.0 if len(t.usage) >= 5 else None for t in inp.targets})
+    got = [g["a"] for g, _, _ in simulate(CapsAtFive(), lambda k: {"a": 500.0}, 9, math.inf, lambda k: 1e9, lag=2)]
+    assert got == [500.0] * 7 + [100.0] * 2  # set after period 4: in force from period 5 + 2
+
+
+def test_contend_told_nothing_says_nothing_until_it_has_an_estimate():
+    """Told nothing, a neighbour growing uncapped 20 % a period with nobody pre-empted: no estimate, so nothing to
+    say (the guard's log line rounds the estimate: a belief said with none killed the guard, issue 55)."""
+    grows = lambda k: {"victim": 200.0, "burst": 200.0 * 1.2 ** k}  # noqa: E731
+    trace = simulate(ContendPolicy(), grows, 25, math.inf, lambda k: 1e9)
+    assert all(not math.isfinite(d.capacity) and not d.said for _, _, d in trace)
 
 @pytest.mark.parametrize("scale", [1.5, 2.0])
 def test_contend_told_too_much_stops_believing_it_once_the_disk_showed_its_limit(scale):

@@ -321,7 +321,8 @@ class Guard:
             self.believed[dev] = d.capacity
             self.metrics.capacity.labels(dev).set(d.capacity)
             if d.said:
-                self.log("capacity", device=dev, capacity_bytes_s=round(d.capacity), why=d.said)
+                self.log("capacity", device=dev, why=d.said,
+                         capacity_bytes_s=round(d.capacity) if math.isfinite(d.capacity) else None)
             gated = self.gate is not None and not self.gate(dev)
             for name, cap in d.caps.items():
                 cap = None if gated else cap

@@ -3,6 +3,8 @@
 The disk delivers `real(k)` bytes/s in period k and shares it in proportion to what each target asks for
 (its demand, held to its cap), as a saturated queue does; the policy is told `told` (inf: nothing) and sees
 each period's usage, as the guard's collector reports it. No latency: saturation is seen only from the usage.
+With `lag`, a target's first cap takes effect that many periods late: what it had queued uncapped goes on (this
+VM's disk: a burst's neighbour wrote at 2.5 GB/s for 100 ms under its first cap of 0.76 GB/s, docs/results.md).
 """
 from __future__ import annotations
 
@@ -16,21 +18,24 @@ Trace = list[tuple[dict[str, float], dict[str, float | None], Decision]]  # per 
 
 
 def simulate(policy: Policy, demand: Callable[[int], dict[str, float]], periods: int, told: float,
-             real: Callable[[int], float], floor: float = 10.0) -> Trace:
+             real: Callable[[int], float], floor: float = 10.0, lag: int = 0) -> Trace:
     """Per period: what each target got, the caps the policy set after it, and its decision."""
     names = list(demand(0))
     usage: dict[str, list[float]] = {n: [] for n in names}
     caps: dict[str, float | None] = {n: None for n in names}
     state: dict = {}
     trace: Trace = []
+    first: dict[str, int] = {}  # the period from which a target's first cap is in force
     for k in range(periods):
-        want = {n: d if (cap := caps[n]) is None else min(d, cap) for n, d in demand(k).items()}
+        held = {n: None if k < first.get(n, 0) else c for n, c in caps.items()}
+        want = {n: d if (cap := held[n]) is None else min(d, cap) for n, d in demand(k).items()}
         total = sum(want.values())
         got = {n: w * min(1.0, real(k) / total) if total else 0.0 for n, w in want.items()}
         for n in names:
             usage[n].append(got[n])
         d = policy.decide(PolicyInput([TargetView(n, np.array(usage[n]), caps[n]) for n in names], told, floor,
                                       state=state))
+        first |= {n: k + 1 + lag for n, c in d.caps.items() if c is not None and n not in first}
         caps, state = dict(d.caps), d.state
         trace.append((got, dict(caps), d))
     return trace

@@ -131,18 +131,34 @@ class GuardUnderTest:
         self.guard = Guard(cfg, capacities, host, log=open(log, "w"), record=True, clock0=clock0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.died: BaseException | None = None  # what ended the guard's loop before it was stopped
+        self._started = self.died_after = math.nan
 
     def __enter__(self) -> "GuardUnderTest":
         return self
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self.guard.run, args=(self._stop,), name="guard", daemon=True)
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="guard", daemon=True)
         self._thread.start()
 
+    def _run(self) -> None:
+        try:
+            self.guard.run(self._stop)
+        except BaseException as e:  # any end of the loop is the run's failure, said by stop()
+            self.died = e
+            self.died_after = time.monotonic() - self._started
+
     def stop(self) -> None:
+        """The guard stopped; a guard that died before is this run's failure: its figures would be an unguarded
+        run's under the policy's name (issue 55: a policy's error killed the guard's thread at the burst's start,
+        silently, and the run was reported as the policy's with the victim at 0.17)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self.died is not None:
+            e, self.died = self.died, None
+            raise RuntimeFailed(f"the guard died {self.died_after:.1f} s into the run: {type(e).__name__}: {e}")
 
     def __exit__(self, *exc) -> None:
         with signals_deferred():
