@@ -9,7 +9,7 @@ after the burst began: the victim's isolation (what it got over what it asked) m
 share of what the victim left (work conservation), and the estimate at the end, × C. A real disk is the
 protection study's to measure (presets/guard-caps.yaml); this shows what the policy's rules do, nothing else.
 
-    .venv/bin/python bench/guard_told.py [--periods 600]
+    .venv/bin/python bench/guard_told.py [--periods 600] [--rise 0.1]
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def demand(k: int) -> dict[str, float]:
     return {"victim": 0.2 * C, "neighbour": 0.2 * C if k < 20 else 2 * C}
 
 
-def row(told: float, disk: str, periods: int) -> tuple:
-    trace = simulate(ContendPolicy(), demand, periods, told * C, DISKS[disk], lag=LAG.get(disk, 0))
+def row(told: float, disk: str, periods: int, rise: float = 0.0) -> tuple:
+    trace = simulate(ContendPolicy(rise=rise), demand, periods, told * C, DISKS[disk], lag=LAG.get(disk, 0))
     after = trace[20:]
     isol = np.array([g["victim"] / (0.2 * C) for g, _, _ in after])
     real = np.array([DISKS[disk](k) for k in range(20, periods)])
@@ -44,11 +44,12 @@ def row(told: float, disk: str, periods: int) -> tuple:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--periods", type=int, default=600)
+    ap.add_argument("--rise", type=float, default=0.0, help="contend's rise past a number told too low (0: off)")
     a = ap.parse_args()
     print(f"{'disk':8} {'told':>8} {'isol mean':>10} {'isol p05':>9} {'work cons.':>11} {'estimate/C':>11}")
     for disk in DISKS:
         for told in (0.5, 1.0, 1.5, 2.0, math.inf):
-            m, p05, wc, est = row(told, disk, a.periods)
+            m, p05, wc, est = row(told, disk, a.periods, a.rise)
             name = "nothing" if told == math.inf else f"{told:g} C"
             print(f"{disk:8} {name:>8} {m:10.3f} {p05:9.3f} {wc:11.3f} {est:11.3f}")
 

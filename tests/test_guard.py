@@ -428,7 +428,7 @@ def test_alert_hook_runs_when_lifelines_exceed_capacity(cg, target_file, tmp_pat
     dev = device_of(DATA)
     flag = tmp_path / "alert"
     guard = subprocess.Popen([*CONTEND, "guard", "-t", f"cgroup:{g.relpath}", "--capacity", f"{dev}=50M",
-                              "--metrics", "off", "--duration", "4",
+                              "--rise", "0", "--metrics", "off", "--duration", "4",  # 50M: a ceiling
                               "--alert-cmd", f'echo "$CONTEND_ALERT_STATE $CONTEND_ALERT_DEVICE" >> {flag}'],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
@@ -449,6 +449,7 @@ def test_alert_hook_runs_when_lifelines_exceed_capacity(cg, target_file, tmp_pat
 @pytest.mark.parametrize("args, message", [
     (["-t", "bogus"], "unknown target 'bogus'"),
     (["-t", "contend", "--p", "-1"], "p: must be >= 0"),
+    (["-t", "contend", "--rise", "2"], "rise: must be <= 1"),
     (["-t", "contend", "--capacity", "254:0=0"], "disks[0].capacity: must be a rate from 1M to 1T bytes/s"),
     (["-t", "contend", "--capacity", "254:0"], "expected MAJ:MIN=RATE"),
     (["-t", "contend", "--capacity", "254:0=fast"], "not a rate"),

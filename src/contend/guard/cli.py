@@ -39,6 +39,11 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
           climb: Optional[float] = typer.Option(None, help="contend/hybrid: the estimate's growth per period "
                                                            "while nobody is pre-empted, × the capacity (default "
                                                            "0.01; ten times slower near the level that hurt)."),
+          rise: Optional[float] = typer.Option(None, help="contend/hybrid: while the disk delivers all the caps "
+                                                          "hand out, somebody wants more and nobody is hurt, the "
+                                                          "estimate goes this share above them, past a --capacity "
+                                                          "told too low (default 0, off: the capacity told is a "
+                                                          "ceiling; 0.1 measured in docs/results.md)."),
           latency_ms: Optional[float] = typer.Option(None, help="iolatency: the io.latency target of the targets "
                                                                 "weighted heaviest, ms (default 5; set it 10-15 % "
                                                                 "above their latency alone)."),
@@ -69,7 +74,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
                             "window": window, "p": p, "floor": floor, "backoff": backoff, "climb": climb,
-                            "latency_ms": latency_ms, "io_bytes": io_bytes, "dry_run": dry_run or None,
+                            "rise": rise, "latency_ms": latency_ms, "io_bytes": io_bytes, "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:
         fail(str(e))

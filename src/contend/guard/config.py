@@ -78,6 +78,9 @@ class GuardSettings(Strict):
     # configured capacity a period while nobody is pre-empted (ten times slower near the level that hurt)
     backoff: float | None = Field(default=None, gt=0, le=1)
     climb: float | None = Field(default=None, gt=0, le=1)
+    # until the disk shows its limit, the estimate goes this share above what it handed out while it delivered it
+    # all, somebody wanted more and nobody was hurt: a capacity told is a starting point (None: 0, off: a ceiling)
+    rise: float | None = Field(default=None, ge=0, le=1)
     # iolatency's target for the heaviest targets (policy.IoLatencyPolicy); None: 5 ms
     latency_ms: float | None = Field(default=None, ge=0.001, le=10_000)
     # what one I/O costs beside its bytes, in bytes (io.cost's linear model: a 4 KiB random write costs what the
