@@ -9,9 +9,12 @@ when the burst really began (the neighbour's first bucket above twice its level 
 generator takes a moment after the phase starts), the first cap on it in force in the burst (told a number: from
 the start), when the victim was last below 0.95 of its reference in the burst's first 3 s (per 100 ms bucket,
 unsmoothed), and the run's reaction_s as the study stored it (from the phase's start, 5 buckets smoothed).
-Nothing is run: the store is only read.
+With --drops, every decrease of contend's estimate instead, with the victim's lowest rate as its own load
+generator logged it from 0.5 s before to 0.3 s after (× its median over the run; fio's log and the host's clock
+agree to a few hundred ms, hence the width): a decrease with the victim at 0.95 of it or more throughout was
+taken for a pre-emption the victim did not feel. Nothing is run: the store is only read.
 
-    .venv/bin/python bench/guard_timeline.py DIR [--run TRIAL_ID ...] [--seconds 3] [--summary]
+    .venv/bin/python bench/guard_timeline.py DIR [DIR ...] [--run TRIAL_ID ...] [--seconds 3] [--summary|--drops]
 """
 from __future__ import annotations
 
@@ -50,14 +53,42 @@ def summary(tid: str, t0: float, t: np.ndarray, victim: np.ndarray, tn: np.ndarr
             f"at {last_low:+.2f} s, reaction_s {reaction:.2f}")
 
 
+def drops(tid: str, t0: float, est: tuple[np.ndarray, np.ndarray], felt: tuple[np.ndarray, np.ndarray],
+          tally: dict[str, list[int]]) -> None:
+    """One line per decrease of the estimate in one run; counts (decreases, unfelt) into tally by workload."""
+    (te, e), (tf, f) = est, felt
+    if not len(f) or not len(e):
+        return
+    median = float(np.median(f))
+    n = unfelt = 0
+    for i in np.nonzero(e[1:] < 0.99 * e[:-1])[0] + 1:
+        near = f[(tf >= te[i] - 0.5) & (tf <= te[i] + 0.3)]
+        rate = float(np.min(near)) / median if len(near) and median > 0 else math.nan
+        n, unfelt = n + 1, unfelt + (rate >= 0.95)
+        print(f"{tid}  {te[i] - t0:+6.1f} s  estimate {mb(e[i - 1])} -> {mb(e[i])}  the victim's load at least "
+              f"{rate:5.2f} × its median")
+    k = tally.setdefault(tid.split(".")[0], [0, 0])
+    k[0], k[1] = k[0] + n, k[1] + unfelt
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("directory", type=Path)
+    ap.add_argument("directory", type=Path, nargs="+")
     ap.add_argument("--run", action="append", help="a trial id (repeatable; default: every run under a capping policy)")
     ap.add_argument("--seconds", type=float, default=3.0, help="how long after the burst's start (default 3)")
     ap.add_argument("--summary", action="store_true", help="one line per run: the onset's times")
+    ap.add_argument("--drops", action="store_true", help="every decrease of the estimate, felt by the victim or not")
     a = ap.parse_args()
-    with open_store(a.directory, read_only=True) as st:
+    tally: dict[str, list[int]] = {}
+    for d in a.directory:
+        show(d, a, tally)
+    for wl, (n, unfelt) in sorted(tally.items()):
+        print(f"{wl}: {n} decreases of the estimate, {unfelt} with the victim's load at >= 0.95 × its median "
+              "throughout")
+
+
+def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) -> None:
+    with open_store(directory, read_only=True) as st:
         reaction = {r["trial_id"]: r["value"] for r in st.trial_metric_rows()
                     if r["view"] == "host" and r["metric"] == "reaction_s"}
         for trial in st.trials():
@@ -80,6 +111,9 @@ def main() -> None:
                               math.nan if reaction.get(tid) is None else reaction[tid]))
                 continue
             est, lat = s.series("", "guard", "capacity_bytes_s"), s.series("", "guard", "device_lat_ms")
+            if a.drops:
+                drops(tid, burst.t_start, est, s.series("victim", "load", "bytes_s"), tally)
+                continue
             print(f"{tid}  (s from the burst's start; MB/s; caps and estimate in cost MB/s; device ms per I/O)")
             for x in t[(t >= burst.t_start - 0.5) & (t <= burst.t_start + a.seconds)]:
                 print(f"{x - burst.t_start:5.1f}  victim {mb(at(t, victim, x))}  neighbour {mb(at(tn, nb, x))}  "

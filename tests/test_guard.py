@@ -450,6 +450,7 @@ def test_alert_hook_runs_when_lifelines_exceed_capacity(cg, target_file, tmp_pat
     (["-t", "bogus"], "unknown target 'bogus'"),
     (["-t", "contend", "--p", "-1"], "p: must be >= 0"),
     (["-t", "contend", "--rise", "2"], "rise: must be <= 1"),
+    (["-t", "contend", "--spread", "-1"], "spread: must be >= 0"),
     (["-t", "contend", "--capacity", "254:0=0"], "disks[0].capacity: must be a rate from 1M to 1T bytes/s"),
     (["-t", "contend", "--capacity", "254:0"], "expected MAJ:MIN=RATE"),
     (["-t", "contend", "--capacity", "254:0=fast"], "not a rate"),

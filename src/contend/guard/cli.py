@@ -44,6 +44,11 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                           "estimate goes this share above them, past a --capacity "
                                                           "told too low (default 0, off: the capacity told is a "
                                                           "ceiling; 0.1 measured in docs/results.md)."),
+          spread: Optional[float] = typer.Option(None, help="contend/hybrid: a target whose rate varies by "
+                                                            "itself counts as pre-empted only this many of its own "
+                                                            "standard deviations below its lifeline (default 0, "
+                                                            "off: the fixed 10 % for everybody; 2.5 measured in "
+                                                            "docs/results.md)."),
           latency_ms: Optional[float] = typer.Option(None, help="iolatency: the io.latency target of the targets "
                                                                 "weighted heaviest, ms (default 5; set it 10-15 % "
                                                                 "above their latency alone)."),
@@ -74,7 +79,8 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
                             "window": window, "p": p, "floor": floor, "backoff": backoff, "climb": climb,
-                            "rise": rise, "latency_ms": latency_ms, "io_bytes": io_bytes, "dry_run": dry_run or None,
+                            "rise": rise, "spread": spread, "latency_ms": latency_ms, "io_bytes": io_bytes,
+                            "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:
         fail(str(e))

@@ -81,6 +81,9 @@ class GuardSettings(Strict):
     # until the disk shows its limit, the estimate goes this share above what it handed out while it delivered it
     # all, somebody wanted more and nobody was hurt: a capacity told is a starting point (None: 0, off: a ceiling)
     rise: float | None = Field(default=None, ge=0, le=1)
+    # a target whose rate varies by itself counts as pre-empted only this many of its own standard deviations below
+    # its lifeline (policy.ContendPolicy.spread; None: the policy's own; 0: off, the fixed 10 % only)
+    spread: float | None = Field(default=None, ge=0, le=10)
     # iolatency's target for the heaviest targets (policy.IoLatencyPolicy); None: 5 ms
     latency_ms: float | None = Field(default=None, ge=0.001, le=10_000)
     # what one I/O costs beside its bytes, in bytes (io.cost's linear model: a 4 KiB random write costs what the

@@ -141,7 +141,7 @@ class Guard:
         # bounds IOs/s too (a neighbour of 4 KiB random writes fills the disk at a fifth of its bandwidth)
         self.io_bytes = {d: io_bytes(d, cfg.io_bytes, calibrated) for d in disks}
         self.host = host or detect()
-        self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise)
+        self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread)
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
         self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=cfg.hysteresis)
@@ -430,7 +430,7 @@ class Guard:
                  scheduler=self.policy.scheduler or None,
                  period_ms=self.period_ms, window=self.cfg.window,
                  io_bytes={d: round(b) for d, b in self.io_bytes.items()},
-                 **{k: getattr(self.policy, k) for k in ("p", "backoff", "climb", "rise", "latency_ms")
+                 **{k: getattr(self.policy, k) for k in ("p", "backoff", "climb", "rise", "spread", "latency_ms")
                     if hasattr(self.policy, k)},
                  dry_run=self.cfg.dry_run, pid=os.getpid())
         try:
