@@ -576,3 +576,38 @@ def test_a_steady_victim_is_judged_as_ever():
                       C, 10.0)
     assert ContendPolicy(spread=2.5).decide(inp).capacity < C
     assert ContendPolicy(spread=2.5).decide(inp).capacity == ContendPolicy().decide(inp).capacity
+
+
+def test_the_estimate_never_falls_below_the_lifelines_the_disk_delivered_when_calm():
+    """guard-shapes' iops-neighbour told nothing (issue 55): a 4 KiB writer at depth 1, costing 10 x its bytes, lived
+    at 450 cost MB/s beside a neighbour at 240, both delivered unhurt. Each of its dips after the burst lowered the
+    estimate below their sum, where the water-fill takes from the largest lifeline, its own: its cap fell to 331 and
+    it kept 0.81 of its rate while the neighbour kept all of its lifeline. The estimate stays at their sum with the
+    victim's headroom, which it gets before the neighbour gets more than its lifeline."""
+    victim = np.array([450.0] * 20 + [380.0] * 2)  # pre-empted, its cap well above it
+    neighbour = np.array([240.0] * 20 + [236.0] * 2)  # at its cap
+    state = {"capacity": 775.0, "learnt": True, "peak": 1080.0, "kept": {"victim": 450.0, "neighbour": 240.0}}
+    d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=540.0),
+                                            TargetView("neighbour", neighbour, cap=236.0)], math.inf, 10.0,
+                                           state=state))
+    assert d.capacity == pytest.approx(1.2 * 450 + 240)
+    assert d.caps == pytest.approx({"victim": 1.2 * 450, "neighbour": 240.0})
+    # with nothing kept (never calm) it falls as ever: 0.9 × what the disk delivered
+    d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=540.0),
+                                            TargetView("neighbour", neighbour, cap=236.0)], math.inf, 10.0,
+                                           state={**state, "kept": {}}))
+    assert d.capacity == pytest.approx(0.9 * (380 + 236))
+
+
+def test_the_calm_lifelines_floor_counts_a_crushed_victim_at_what_it_now_claims():
+    """iops-neighbour told 1 x (issue 55): the disk stalled, the victim was crushed for longer than half a window and
+    its lifeline (a median) followed it down. A floor counting its calm lifeline anyway held the estimate there while
+    the victim's cap followed its claim down, and handed the difference to the neighbour: 0.82 of the estimate, the
+    victim at 0.05 of its rate for 2 s. Counted at its claim, the estimate falls as ever."""
+    victim = np.array([450.0] * 15 + [50.0] * 15 + [30.0] * 2)
+    neighbour = np.array([240.0] * 30 + [600.0] * 2)
+    state = {"capacity": 935.0, "learnt": True, "peak": 1080.0, "kept": {"victim": 450.0, "neighbour": 240.0}}
+    d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=540.0),
+                                            TargetView("neighbour", neighbour, cap=600.0)], math.inf, 10.0,
+                                           state=state))
+    assert d.capacity == pytest.approx(0.9 * (30 + 600))

@@ -200,12 +200,19 @@ def waterfill(claims: dict[str, float], weights: dict[str, float], capacity: flo
 
 
 def lifelines_first(claims: dict[str, float], kept: dict[str, float], weights: dict[str, float],
-                    capacity: float) -> dict[str, float]:
-    """Each target first gets what it is kept (at most its claim); what is left of the capacity is water-filled
-    over what each claims beyond that. Where the kept amounts do not fit, they are water-filled themselves."""
+                    capacity: float, headroom: float = 0.0) -> dict[str, float]:
+    """Each target first gets what it is kept (at most its claim); then each target with a bounded claim its
+    headroom over that, up to `headroom` × what it is kept; what is left of the capacity is water-filled over what
+    each claims beyond that. Where the kept amounts do not fit, they are water-filled themselves."""
     base = {k: min(claims[k], kept.get(k, 0.0)) for k in claims}
     if sum(base.values()) >= capacity:
         return waterfill(base, weights, capacity)
+    # a victim's headroom before a burst's more: shared equally with a target that wants more, a latency-bound
+    # victim's cap sat within 10 % of its lifeline, and its own jitter held it there (guard-shapes' iops-neighbour)
+    head = {k: min(claims[k], (1 + headroom) * base[k]) - base[k] if math.isfinite(claims[k]) else 0.0
+            for k in claims}
+    first = waterfill(head, weights, capacity - sum(base.values()))
+    base = {k: base[k] + first[k] for k in claims}
     extra = waterfill({k: claims[k] - base[k] for k in claims}, weights, capacity - sum(base.values()))
     return {k: base[k] + extra[k] for k in claims}
 
@@ -221,13 +228,15 @@ class ContendPolicy(Policy):
     - caps: weighted max-min fair shares of the capacity estimate over the claims (work-conserving: all of
       the estimate is handed out as soon as somebody wants it, within a period or two), after each target's
       lifeline from the last calm period (nobody pre-empted, at its cap or above its lifeline, the latency down)
-      is kept: a victim whose lifeline is more than an equal share of a low estimate keeps it, where equal
-      shares held it below it by its own cap (a 4 KiB writer at depth 1 costs the disk 23 × its bytes here);
+      is kept, and then the headroom (P × it) of each target not wanting more: a victim whose lifeline is more
+      than an equal share of a low estimate keeps it, where equal shares held it below it by its own cap (a 4 KiB
+      writer at depth 1 costs the disk 23 × its bytes here);
     - capacity estimate (probed, Aridac's future work): when a target not at its cap falls below its
       lifeline while the disk is saturated (somebody at its cap, the device latency well above its floor,
       or everybody below their lifelines at once), the disk delivers less than the caps promise: the
       estimate drops to `backoff` × what the disk delivered to all of them in the last two periods (or ×
-      the estimate, if that is lower; not below `lowest`), then holds three periods while the victim
+      the estimate, if that is lower; not below `lowest`, nor below the lifelines kept from the last calm period
+      with the headroom of those not wanting more), then holds three periods while the victim
       recovers. While nobody
       is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
       hurt last time. A disk that slows down (Aridac Fig. 8) lowers the estimate instead of squeezing the
@@ -404,7 +413,17 @@ class ContendPolicy(Policy):
             # estimate 102 MB/s before any burst, the burst then 0.05 of the spare: guard-shapes, 2026-11-28)
             if limit_shown:
                 learnt, cap_max = True, min(cap_max, (1 + self.probe) * peak)
-            was, est = est, max(self.lowest * cap_max, self.backoff * min(est, delivered))
+            # never below what the targets lived at in the last calm period, with the headroom of those not wanting
+            # more: the disk delivered those lifelines together, unhurt, and below their sum the water-fill takes
+            # from the largest lifeline, the victim's as often as not (guard-shapes' iops-neighbour told nothing: a
+            # 4 KiB writer costing 10 x its bytes lived at 450 cost MB/s beside a neighbour at 240; the estimate fell
+            # to 567, the victim's cap to 331, and it kept 0.81 of its rate while the neighbour kept its whole
+            # lifeline). A target whose claim fell below its lifeline counts at its claim: a victim crushed for longer
+            # than half a window loses its lifeline, and a floor counting it anyway handed its part to the neighbour
+            # while the disk stalled
+            lived = sum(min(claims[k], (1 + self.p) * v) if math.isfinite(claims[k]) else v
+                        for k, v in inp.state.get("kept", {}).items() if k in claims)
+            was, est = est, max(self.lowest * cap_max, min(cap_max, lived), self.backoff * min(est, delivered))
             hold = 3
             if est < was:  # said when it changes: at `lowest` already, a pre-emption moves nothing
                 said = (f"{', '.join(hurt)} pre-empted while the disk delivered {delivered / 1e6:.0f} MB/s: "
@@ -421,7 +440,7 @@ class ContendPolicy(Policy):
         lives = {t.name: float(np.median(t.usage[-self.window:])) for t in inp.targets if len(t.usage)}
         kept = lives if calm else {k: v for k, v in inp.state.get("kept", {}).items() if k in claims}
         if math.isfinite(est):
-            shares = lifelines_first(claims, kept, weights, est)
+            shares = lifelines_first(claims, kept, weights, est, headroom=self.p)
             caps: dict[str, float | None] = {k: max(inp.floor, v) for k, v in shares.items()}
         else:
             caps = {t.name: None for t in inp.targets}
