@@ -4,14 +4,16 @@ Pure and deterministic (guard/simulate.py: the disk shares what it delivers in p
 asks, caps held): a victim asking 0.2 C, a neighbour at 0.2 C that bursts to 2 C at period 20 and stays there.
 The disk delivers C throughout (steady), or C then 0.6 C from period 200 (slows), or C but 0.6 C in the burst's first
 period, the neighbour's first cap taking effect a period late (stumbles: this VM's disk at a burst's start, where
-the first pre-emption reads the disk low, docs/results.md 2026-11-29). With --jitter J the victim asks
-0.2 C × a uniform draw in [1 - J, 1 + J] each period (seeded): a real writer's rate is never flat, and
-its dips look like pre-emptions to a guard that sees only usage. Per row, over the periods
+the first pre-emption reads the disk low, docs/results.md 2026-11-29), or 0.5 C throughout (half: every number told
+from 1 C up is twice the truth or more). With --queue the policy also sees the device's latency rise while the
+disk delivers less than it is asked, as on a real disk; without, saturation shows only in the usage. With
+--jitter J the victim asks 0.2 C × a uniform draw in [1 - J, 1 + J] each period (seeded): a real writer's rate
+is never flat, and its dips look like pre-emptions to a guard that sees only usage. Per row, over the periods
 after the burst began: the victim's isolation (what it got over what it asked, per period) mean and p05, the neighbour's
 share of what the victim left (work conservation), and the estimate at the end, × C. A real disk is the
 protection study's to measure (presets/guard-caps.yaml); this shows what the policy's rules do, nothing else.
 
-    .venv/bin/python bench/guard_told.py [--periods 600] [--rise 0.1] [--jitter 0.15] [--spread 2.5]
+    .venv/bin/python bench/guard_told.py [--periods 600] [--rise 0.1] [--jitter 0.15] [--spread 2.5] [--queue]
 """
 from __future__ import annotations
 
@@ -25,18 +27,19 @@ from contend.guard.simulate import simulate
 
 C = 1000.0
 DISKS = {"steady": lambda k: C, "slows": lambda k: C if k < 200 else 0.6 * C,
-         "stumbles": lambda k: 0.6 * C if k == 20 else C}
+         "stumbles": lambda k: 0.6 * C if k == 20 else C, "half": lambda k: 0.5 * C}
 LAG = {"stumbles": 1}  # periods before a target's first cap takes effect
 
 
-def row(told: float, disk: str, periods: int, rise: float = 0.0, jitter: float = 0.0, spread: float = 0.0) -> tuple:
+def row(told: float, disk: str, periods: int, rise: float = 0.0, jitter: float = 0.0, spread: float = 0.0,
+        queue: bool = False) -> tuple:
     asks = 0.2 * C * np.random.default_rng(0).uniform(1 - jitter, 1 + jitter, periods)
 
     def demand(k: int) -> dict[str, float]:
         return {"victim": float(asks[k]), "neighbour": 0.2 * C if k < 20 else 2 * C}
 
     policy = ContendPolicy(rise=rise, **({"spread": spread} if spread else {}))  # without: runs a policy before it
-    trace = simulate(policy, demand, periods, told * C, DISKS[disk], lag=LAG.get(disk, 0))
+    trace = simulate(policy, demand, periods, told * C, DISKS[disk], lag=LAG.get(disk, 0), queue=queue)
     after = trace[20:]
     isol = np.array([g["victim"] / asks[k] for k, (g, _, _) in enumerate(after, start=20)])
     real = np.array([DISKS[disk](k) for k in range(20, periods)])
@@ -50,13 +53,15 @@ def main() -> None:
     ap.add_argument("--periods", type=int, default=600)
     ap.add_argument("--rise", type=float, default=0.0, help="contend's rise past a number told too low (0: off)")
     ap.add_argument("--jitter", type=float, default=0.0, help="the victim's rate varies by this share a period")
+    ap.add_argument("--queue", action="store_true", help="the policy sees the device's latency rise while the disk "
+                    "delivers less than it is asked (guard/simulate.py)")
     ap.add_argument("--spread", type=float, default=0.0, help="contend's spread: a varying target's dip counts this "
                     "many of its own standard deviations deep (0: off)")
     a = ap.parse_args()
     print(f"{'disk':8} {'told':>8} {'isol mean':>10} {'isol p05':>9} {'work cons.':>11} {'estimate/C':>11}")
     for disk in DISKS:
         for told in (0.5, 1.0, 1.5, 2.0, math.inf):
-            m, p05, wc, est = row(told, disk, a.periods, a.rise, a.jitter, a.spread)
+            m, p05, wc, est = row(told, disk, a.periods, a.rise, a.jitter, a.spread, a.queue)
             name = "nothing" if told == math.inf else f"{told:g} C"
             print(f"{disk:8} {name:>8} {m:10.3f} {p05:9.3f} {wc:11.3f} {est:11.3f}")
 

@@ -243,6 +243,8 @@ class ContendPolicy(Policy):
       victim.
     - once a pre-emption showed the disk's limit, what the estimate climbs back to is the configured capacity
       or a little (`probe`) above the most the disk was seen to deliver in a period, whichever is lower (issue 55);
+      with the estimate at its floor, a target above its lifeline but below its cap while the latency is up
+      shows that limit too (the disk holds it, not its cap);
     - told nothing (capacity inf): no caps at all until the first contention (a target pre-empted while an
       uncapped one grows past its lifeline, or the latency is up), which sets the estimate as above; from then
       on it climbs back to `probe` above the most the disk delivered, so it follows the disk up as well as down.
@@ -329,7 +331,7 @@ class ContendPolicy(Policy):
         est = float(inp.state.get("capacity", inp.capacity))
         hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
         claims, weights = {}, {}
-        wanting, growing, preempted, above, surging = [], [], [], [], []
+        wanting, growing, preempted, above, surging, pushing = [], [], [], [], [], []
         own = []  # pre-empted while living at its cap: held by it as much as by the disk
         need = 0.0  # Σ lifeline × (1 + P): what the targets live at
         for t in inp.targets:
@@ -355,6 +357,8 @@ class ContendPolicy(Policy):
                 above.append(t.name)  # using more than it lives at: taking, capped or not
                 if t.cap is None:
                     growing.append(t.name)  # uncapped (told nothing yet): growing is its wanting more
+                else:
+                    pushing.append(t.name)  # more than it lives at, under a cap it does not reach
         # the disk shows its limit when somebody wants more than it is given: at a cap that handed out the
         # estimate, or at its own claim while using more than it lives at (a burst), or growing uncapped. A target
         # at its claim and no more shows none (guard-iops, issue 55: a victim at its claim in a slow minute, beside
@@ -411,7 +415,14 @@ class ContendPolicy(Policy):
             # wanted more than it got: a steady neighbour catching up after a stall is above its lifeline, not
             # at a limit, and learning then set a ceiling of 2 % above what nobody had asked more than (the
             # estimate 102 MB/s before any burst, the burst then 0.05 of the spare: guard-shapes, 2026-11-28)
-            if limit_shown:
+            # so does a target using more than it lives at under a cap the disk does not let it reach, the device's
+            # latency up, the estimate already at its floor: the disk holds it, not its cap (told 2 x a disk giving
+            # 0.75 x its calibration, the estimate at half the number, a 32-deep burst at 1.3-1.7 GB/s under caps of
+            # 1.7-2.3, the device at 20 ms, the victim at 0 for 3 s: guard-caps' workload2, docs/results.md
+            # 2026-12-02). Above its floor a stall shows the same for a moment, a neighbour catching up on it (a
+            # ceiling learnt there left the burst 0.13 of the spare: guard-shapes, 2026-11-28)
+            floored = est <= (1 + self.tolerance) * self.lowest * cap_max
+            if limit_shown or (slow and pushing and floored):
                 learnt, cap_max = True, min(cap_max, (1 + self.probe) * peak)
             # never below what the targets lived at in the last calm period, with the headroom of those not wanting
             # more: the disk delivered those lifelines together, unhurt, and below their sum the water-fill takes

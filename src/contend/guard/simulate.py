@@ -5,6 +5,9 @@ The disk delivers `real(k)` bytes/s in period k and shares it in proportion to w
 each period's usage, as the guard's collector reports it. No latency: saturation is seen only from the usage.
 With `lag`, a target's first cap takes effect that many periods late: what it had queued uncapped goes on (this
 VM's disk: a burst's neighbour wrote at 2.5 GB/s for 100 ms under its first cap of 0.76 GB/s, docs/results.md).
+With `queue`, the policy also sees the device's latency: 0.1 ms a period while the disk delivers all it is asked
+(held to the caps), and ten times that × asked / delivered while it does not, as a saturated queue's wait grows
+(this VM's disk: 0.5 ms calm, 20 ms under a 32-deep burst, docs/results.md 2026-12-02).
 """
 from __future__ import annotations
 
@@ -18,10 +21,11 @@ Trace = list[tuple[dict[str, float], dict[str, float | None], Decision]]  # per 
 
 
 def simulate(policy: Policy, demand: Callable[[int], dict[str, float]], periods: int, told: float,
-             real: Callable[[int], float], floor: float = 10.0, lag: int = 0) -> Trace:
+             real: Callable[[int], float], floor: float = 10.0, lag: int = 0, queue: bool = False) -> Trace:
     """Per period: what each target got, the caps the policy set after it, and its decision."""
     names = list(demand(0))
     usage: dict[str, list[float]] = {n: [] for n in names}
+    latency: list[float] = []
     caps: dict[str, float | None] = {n: None for n in names}
     state: dict = {}
     trace: Trace = []
@@ -33,8 +37,10 @@ def simulate(policy: Policy, demand: Callable[[int], dict[str, float]], periods:
         got = {n: w * min(1.0, real(k) / total) if total else 0.0 for n, w in want.items()}
         for n in names:
             usage[n].append(got[n])
+        if queue:
+            latency.append(0.1 if total <= real(k) else 1.0 * total / real(k))
         d = policy.decide(PolicyInput([TargetView(n, np.array(usage[n]), caps[n]) for n in names], told, floor,
-                                      state=state))
+                                      latency=np.array(latency), state=state))
         first |= {n: k + 1 + lag for n, c in d.caps.items() if c is not None and n not in first}
         caps, state = dict(d.caps), d.state
         trace.append((got, dict(caps), d))
