@@ -5,8 +5,9 @@ asks, caps held): a victim asking 0.2 C, a neighbour at 0.2 C that bursts to 2 C
 The disk delivers C throughout (steady), or C then 0.6 C from period 200 (slows), or C but 0.6 C in the burst's first
 period, the neighbour's first cap taking effect a period late (stumbles: this VM's disk at a burst's start, where
 the first pre-emption reads the disk low, docs/results.md 2026-11-29), or 0.5 C throughout (half: every number told
-from 1 C up is twice the truth or more). With --queue the policy also sees the device's latency rise while the
-disk delivers less than it is asked, as on a real disk; without, saturation shows only in the usage. With
+from 1 C up is twice the truth or more), or C then 0.45 C from period 150 (fades: below the floor of half the most
+it delivered, as a cloud volume out of burst credits). With --queue the policy also sees the device's latency rise
+while the disk delivers less than it is asked, as on a real disk; without, saturation shows only in the usage. With
 --jitter J the victim asks 0.2 C × a uniform draw in [1 - J, 1 + J] each period (seeded): a real writer's rate
 is never flat, and its dips look like pre-emptions to a guard that sees only usage. Per row, over the periods
 after the burst began: the victim's isolation (what it got over what it asked, per period) mean and p05, the neighbour's
@@ -27,7 +28,8 @@ from contend.guard.simulate import simulate
 
 C = 1000.0
 DISKS = {"steady": lambda k: C, "slows": lambda k: C if k < 200 else 0.6 * C,
-         "stumbles": lambda k: 0.6 * C if k == 20 else C, "half": lambda k: 0.5 * C}
+         "stumbles": lambda k: 0.6 * C if k == 20 else C, "half": lambda k: 0.5 * C,
+         "fades": lambda k: C if k < 150 else 0.45 * C}
 LAG = {"stumbles": 1}  # periods before a target's first cap takes effect
 
 

@@ -1,0 +1,71 @@
+"""Guard studies' stores side by side: per run and per told capacity, the victim's isolation, p05, reaction and the
+neighbour's work conservation (host view), and per arm of an interleaved A/B (issue 55).
+
+Each DIR is a results directory of `contend run` on a guard spec. Directories whose names differ only in a trailing
+number (ab-Old1, ab-Old2, ...) are one arm; runs under `none` are references and left out. Per arm: one row per
+workload and policy (the runs' figures in the order of the directories), then one per policy over every workload:
+the mean and lowest isolation and p05, how many runs reacted within 1 s, and the mean work conservation.
+
+    .venv/bin/python bench/guard_stores.py /var/tmp/g62/ab-Old* /var/tmp/g62/ab-New*
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from contend.store import Store
+
+FIGURES = ("isol_mean", "isol_p05", "reaction_s", "work_conservation")
+
+
+def runs(directory: Path) -> dict[str, dict[str, float]]:
+    """Per trial under a policy (not `none`): its host-view figures."""
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    with Store(directory, read_only=True) as store:
+        rows = store.con.execute("SELECT trial_id, metric, value FROM trial_metrics WHERE view = 'host'").fetchall()
+    for tid, metric, value in rows:
+        if metric in FIGURES and ".none." not in tid:
+            out[tid][metric] = value
+    return out
+
+
+def _listed(xs: list[float]) -> str:
+    return ", ".join("n/a" if math.isnan(x) else f"{x:.2f}" for x in xs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    a = ap.parse_args()
+    arms: dict[str, list[Path]] = defaultdict(list)
+    for d in a.dirs:
+        arms[re.sub(r"\d+$", "", d.name)].append(d)
+    for arm, dirs in arms.items():
+        cells: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
+        for d in dirs:
+            for tid, figs in sorted(runs(d).items()):
+                workload, rest = tid.split(".", 1)
+                cells[(workload, rest.rsplit(".r", 1)[0])].append(figs)
+        print(f"## {arm} ({len(dirs)} store(s))\n")
+        print("| workload | policy | isol mean | isol p05 | reaction s | work cons. |\n|---|---|---|---|---|---|")
+        for (workload, policy), vs in sorted(cells.items()):
+            print(f"| {workload} | {policy} | " + " | ".join(_listed([v.get(f, math.nan) for v in vs]) for f in FIGURES)
+                  + " |")
+        print("\n| policy | runs | isol mean (lowest) | p05 mean (lowest) | reaction ≤ 1 s | work cons. |"
+              "\n|---|---|---|---|---|---|")
+        for policy in sorted({p for _, p in cells}):
+            vs = [v for (_, p), xs in cells.items() if p == policy for v in xs]
+            i, p05 = [v["isol_mean"] for v in vs], [v["isol_p05"] for v in vs]
+            react = [v.get("reaction_s", math.nan) for v in vs]
+            wc = [w for v in vs if not math.isnan(w := v.get("work_conservation", math.nan))]
+            print(f"| {policy} | {len(vs)} | {sum(i) / len(i):.3f} ({min(i):.2f}) | {sum(p05) / len(p05):.3f} "
+                  f"({min(p05):.2f}) | {sum(r <= 1.0 for r in react)} of {len(react)} | "
+                  f"{sum(wc) / len(wc) if wc else math.nan:.2f} |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
