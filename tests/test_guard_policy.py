@@ -675,3 +675,50 @@ def test_the_calm_lifelines_floor_counts_a_crushed_victim_at_what_it_now_claims(
                                             TargetView("neighbour", neighbour, cap=600.0)], math.inf, 10.0,
                                            state=state))
     assert d.capacity == pytest.approx(0.9 * (30 + 600))
+
+
+def _onset(victim_last: list[float], neighbour_last: list[float], state: dict | None = None) -> Decision:
+    """guard-told-mixed, workload2 told 2 × (docs/results.md 2026-12-02): before the burst the victim (cap 660) and
+    the neighbour (cap 597) lived at 480 each, the estimate 4785 on a disk giving 1.0-1.9 GB/s."""
+    victim = np.array([480.0] * 30 + victim_last)
+    neighbour = np.array([480.0] * 30 + neighbour_last)
+    return ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=660.0),
+                                               TargetView("neighbour", neighbour, cap=597.0)], 4785.0, 10.0,
+                                              state=state or {}))
+
+
+def test_a_pre_emption_raises_no_cap_of_a_target_it_did_not_hurt():
+    """The burst's first periods there: the neighbour at 495 then 656 under its cap of 597 (wanting more, not yet
+    surging past its lifeline), the victim down to 435. The estimate fell to half the number, 2392, and the
+    neighbour, wanting, was handed 1736 of it: the victim got 0-94 MB/s for 0.4 s until the next decrease. A
+    decrease takes from those who take; during its hold they get no more. One that does not take (at its lifeline)
+    gets its share as ever."""
+    d = _onset([410.0, 400.0], [495.0, 656.0])
+    assert d.capacity < 4785.0 and d.state["hold"] == 3
+    assert d.caps["neighbour"] <= 597.0
+    state = d.state
+    for _ in range(3):  # the hold: the neighbour still wants more, the victim back at its rate
+        d = _onset([480.0, 480.0], [600.0, 600.0], state)
+        state = d.state
+        assert d.caps["neighbour"] <= 597.0
+
+    # the same dip beside a neighbour wanting more but within its lifeline's headroom: it gets its share as ever
+    d = _onset([410.0, 400.0], [560.0, 560.0])
+    assert d.caps["neighbour"] == pytest.approx(d.capacity - d.caps["victim"]) and d.caps["neighbour"] > 597.0
+
+
+def test_before_the_disk_shows_its_limit_a_taker_climbs_to_a_number_told_step_by_step():
+    """guard-told-mixed's IOPS scene told 2 × (docs/results.md 2026-12-02): at the burst's onset the neighbour (24
+    MB/s, cap 283 cost MB/s) did 33, wanting more, and was handed 4,188 of the 4,785 told at once; the victim fell
+    from 51 to 15 MB/s. Until the disk showed its limit, a taker's cap rises `ramp` a period: the limit shows as a
+    squeeze."""
+    victim = np.array([505.0] * 30 + [520.0, 500.0])  # in cost MB/s, as the policy sees them
+    neighbour = np.array([236.0] * 30 + [240.0, 300.0])
+    p = ContendPolicy()
+    d = p.decide(PolicyInput([TargetView("victim", victim, cap=606.0), TargetView("neighbour", neighbour, cap=283.0)],
+                             4785.0, 10.0))
+    assert not d.state["learnt"] and d.caps["neighbour"] == pytest.approx((1 + p.ramp) * 283.0)
+    learnt = p.decide(PolicyInput([TargetView("victim", victim, cap=606.0),
+                                   TargetView("neighbour", neighbour, cap=283.0)], math.inf, 10.0,
+                                  state={"learnt": True, "capacity": 1500.0, "peak": 1500.0}))
+    assert learnt.caps["neighbour"] > 2 * 283.0  # once learnt (told nothing: always) the share comes at once

@@ -248,6 +248,9 @@ class ContendPolicy(Policy):
       cap, given more than its calm lifeline with its headroom, while the caps hand out the estimate and the latency
       is up, `persist` periods in a row: the estimate goes `probe` above what the disk delivered (below the floor,
       too, when that is under half the most it delivered);
+    - a decrease, and the three periods of its hold, raise no cap of a target using more than its lifeline with its
+      headroom: the decrease takes from those who take, and the victim recovers before they get more; until the disk
+      showed its limit, such a cap rises at most `ramp` (25 %) a period, so a number told too high shows as a squeeze;
     - told nothing (capacity inf): no caps at all until the first contention (a target pre-empted while an
       uncapped one grows past its lifeline, or the latency is up), which sets the estimate as above; from then
       on it climbs back to `probe` above the most the disk delivered, so it follows the disk up as well as down.
@@ -272,6 +275,9 @@ class ContendPolicy(Policy):
     # interleaved; docs/results.md 2026-12-01): its dips were the neighbour's queue, not its own
     spread: float = 0.0
     persist: int = 3  # periods a disk must deliver less than the caps hand out, the latency up, to lower the estimate
+    # until the disk showed its limit, a taker's cap rises at most this share a period: a number told is not handed
+    # out at once (told 2 x, the victim 0.85-0.94 -> 0.96-1.00 over 6 runs interleaved; docs/results.md 2026-12-02)
+    ramp: float = 0.25
     name = "contend"
 
     def _preempted(self, u: np.ndarray, life: float, floor: float) -> bool:
@@ -337,6 +343,26 @@ class ContendPolicy(Policy):
                                       f"{new / 1e6:.0f} MB/s")
         return new, peak, min(bad, delivered), said
 
+    def _no_leap(self, targets: list[TargetView], shares: dict[str, float], floor: float, gripped: bool,
+                 learnt: bool) -> dict[str, float]:
+        """A decrease, and the hold after it, raise no cap of a target that takes (using more than its lifeline with
+        its headroom); before the disk showed its limit, such a cap rises at most `ramp` a period. A decrease that
+        lowered the estimate to half a number told 2 x handed the neighbour, wanting more and not yet past its
+        lifeline by two periods, 1736 MB/s of it, 3 x its cap, and the victim got 0-94 MB/s until the next decrease
+        (guard-told-mixed's workload2, docs/results.md 2026-12-02); the IOPS-bound neighbour, at 33 MB/s under a cap
+        of 283 cost MB/s, was handed 4,188 of the 4,785 told at once, and the victim fell from 51 to 15 MB/s."""
+        if learnt and not gripped:
+            return shares
+        rise = 0.0 if gripped else self.ramp
+        out = dict(shares)
+        for t in targets:
+            u = t.usage
+            if t.cap is None or t.name not in out or not len(u):
+                continue
+            if float(u[-1]) > (1 + self.p) * max(float(np.median(u[-self.window:])), floor):
+                out[t.name] = min(out[t.name], (1 + rise) * t.cap)
+        return out
+
     def decide(self, inp: PolicyInput) -> Decision:
         now = sum(float(t.usage[-1]) for t in inp.targets if len(t.usage))
         peak = max(float(inp.state.get("peak", 0.0)), now)  # the most the disk was seen to deliver
@@ -348,6 +374,7 @@ class ContendPolicy(Policy):
         # 1.5 and 2 × a steady disk, now 0.999). Until the limit shows, the estimate may go `rise` above the unhurt.
         est = float(inp.state.get("capacity", inp.capacity))
         hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
+        gripped = hold > 0  # in the hold after a decrease: those who take get no more
         claims, weights = {}, {}
         wanting, growing, preempted, above, surging, pushing = [], [], [], [], [], []
         own = []  # pre-empted while living at its cap: held by it as much as by the disk
@@ -466,14 +493,14 @@ class ContendPolicy(Policy):
             lived = sum(min(claims[k], (1 + self.p) * v) if math.isfinite(claims[k]) else v
                         for k, v in inp.state.get("kept", {}).items() if k in claims)
             was, est = est, max(self.lowest * cap_max, min(cap_max, lived), self.backoff * min(est, delivered))
-            hold = 3
+            hold, gripped = 3, True
             if est < was:  # said when it changes: at `lowest` already, a pre-emption moves nothing
                 said = (f"{', '.join(hurt)} pre-empted while the disk delivered {delivered / 1e6:.0f} MB/s: "
                         f"estimate {est / 1e6:.0f} MB/s")
         else:
             hold = max(0, hold - 1)
             if over >= self.persist and not hold and math.isfinite(est):
-                learnt, hold, over = True, 3, 0
+                learnt, hold, over, gripped = True, 3, 0, True
                 ceiling = min(cap_max, (1 + self.probe) * peak)  # learnt now
                 est, peak, bad, said = self._short_of_caps(inp, taker, est, peak, ceiling, bad)
             elif saturated and not preempted and math.isfinite(est):
@@ -487,6 +514,7 @@ class ContendPolicy(Policy):
         kept = lives if calm else {k: v for k, v in inp.state.get("kept", {}).items() if k in claims}
         if math.isfinite(est):
             shares = lifelines_first(claims, kept, weights, est, headroom=self.p)
+            shares = self._no_leap(inp.targets, shares, inp.floor, gripped, learnt)
             caps: dict[str, float | None] = {k: max(inp.floor, v) for k, v in shares.items()}
         else:
             caps = {t.name: None for t in inp.targets}
