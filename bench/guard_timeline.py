@@ -8,7 +8,8 @@ reads a run's onset with (issue 55: a victim held by its own cap). With --summar
 when the burst really began (the neighbour's first bucket above twice its level before the burst; its load
 generator takes a moment after the phase starts), the first cap on it in force in the burst (told a number: from
 the start), when the victim was last below 0.95 of its reference in the burst's first 3 s (per 100 ms bucket,
-unsmoothed), and the run's reaction_s as the study stored it (from the phase's start, 5 buckets smoothed).
+unsmoothed), and the run's reaction_s as the study stored it (from the onset the metric sees, on half seconds;
+from the phase's start, 5 capped buckets smoothed, in a store reported before 2026-12-02).
 With --drops, every decrease of contend's estimate instead, with the victim's lowest rate as its own load
 generator logged it from 0.5 s before to 0.3 s after (× its median over the run; fio's log and the host's clock
 agree to a few hundred ms, hence the width): a decrease with the victim at 0.95 of it or more throughout was

@@ -12,11 +12,14 @@ saying so: its tier would be wrong.
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import random
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -205,3 +208,39 @@ def tiny_spec(path: Path, runtimes=("runc",), scenarios=("harmony",), baseline=2
         "name": "tiny", "runtimes": list(runtimes), "scenarios": list(scenarios), "resources": list(resources),
         "trial": {"baseline_s": baseline, "steps": steps, "step_s": step_s}, **more}))
     return path
+
+
+@pytest.fixture
+def fresh_disk(tmp_path):
+    """A loop device that did not exist before (LOOP_CTL_ADD with an unused number; removed after): no throttle
+    rule was ever set on it, as on every disk of a freshly booted machine."""
+    require("losetup")
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    ctl = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        n = next(n for n in random.sample(range(100, 1000), 50) if not Path(f"/sys/block/loop{n}").exists())
+        fcntl.ioctl(ctl, 0x4C80, n)  # LOOP_CTL_ADD
+        dev = f"/dev/loop{n}"
+        subprocess.run(["losetup", dev, str(img)], check=True, timeout=30)
+        try:
+            yield dev, Path(f"/sys/block/loop{n}/dev").read_text().strip()
+        finally:
+            subprocess.run(["losetup", "-d", dev], timeout=30)
+            for _ in range(50):  # the device goes once the kernel has let go of it
+                try:
+                    fcntl.ioctl(ctl, 0x4C81, n)  # LOOP_CTL_REMOVE
+                    break
+                except OSError:
+                    time.sleep(0.1)
+    finally:
+        os.close(ctl)
+
+
+def written_on(blkio: Path, mm: str) -> int:
+    """The bytes a v1 blkio cgroup was counted writing to the disk MAJ:MIN `mm`."""
+    for line in (blkio / "blkio.throttle.io_service_bytes_recursive").read_text().splitlines():
+        if line.startswith(f"{mm} Write "):
+            return int(line.split()[2])
+    return 0

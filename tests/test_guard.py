@@ -19,7 +19,7 @@ from contend.cgroups import IoLimit, Limits, detect
 from contend.doctor.calibrate import device_of
 from contend.paths import DATA
 
-from .conftest import CONTEND, contend, needs_root, require
+from .conftest import CONTEND, contend, needs_root, require, written_on
 from .guardkit import kill_guard_with_caps, write_under_guard
 
 CAP = 200e6  # the guard is told the disk delivers 200 MB/s: a dd of direct writes wants far more
@@ -886,3 +886,52 @@ def test_a_guard_that_dies_in_a_study_fails_the_run_and_a_belief_without_a_numbe
     said = [x for x in lines if x["event"] == "capacity"]
     assert said and said[0]["capacity_bytes_s"] is None and said[0]["why"] == "no number"
     assert lines[-1]["event"] == "stop" and (dev not in g.io_limits() or not g.io_limits()[dev].wbps)
+
+
+def test_a_run_whose_host_view_missed_the_victims_writes_says_so():
+    """The first three runs of a guard study on a fresh machine read 0 MB/s for a victim whose fio logged 127 (the v1
+    disk counters off, docs/results.md 2026-12-02): such a run fails with the reason, never stored as a victim at 0."""
+    from contend.kinds.guard.trial import unseen
+    from contend.probes import Sample
+
+    guest = [Sample(0.05 + 0.1 * k, "victim", "load", "bytes_s", 127e6) for k in range(50)]
+
+    def host(rate: float) -> list[Sample]:
+        return [Sample(0.1 * k, "victim", "cgroup", q, rate if q == "io_wbytes_s" else 0.0)
+                for k in range(50) for q in ("io_rbytes_s", "io_wbytes_s")]
+
+    said = unseen(guest + host(0.0))
+    assert said.startswith("the host view saw 0 MB of the 635 MB the victim's load logged")
+    assert unseen(guest + host(121e6)) == ""  # the host's view of a throttled victim: within a few %
+    assert unseen(host(0.0)) == ""  # nothing logged: nothing to miss
+
+
+@needs_root
+def test_a_trials_sampler_counts_a_disk_nobody_ever_throttled(fresh_disk):
+    """The same silent zero in a study: a container's cgroup is its runtime's, and a guard study's first three runs
+    on a fresh machine read 0 MB/s for a victim writing 127 (docs/results.md 2026-12-02). The trial's samplers
+    turn the disks' counters on as they start: a cgroup not contend's then reads what it wrote to a disk nobody
+    ever throttled."""
+    from contend.tenants import Tenants
+
+    host = detect()
+    if host.mode not in ("v1", "hybrid"):
+        pytest.skip("v2 counts every disk's I/O from the start (io.stat)")
+    dev, mm = fresh_disk
+    blkio = host.v1["blkio"] / f"gtest-{uuid.uuid4().hex[:6]}"  # a cgroup not contend's
+
+    def write_8m() -> None:
+        subprocess.run(["sh", "-c", f"echo $$ > {blkio}/cgroup.procs && exec dd if=/dev/zero of={dev} bs=1M "
+                        "count=8 oflag=direct status=none"], check=True, timeout=60)
+
+    blkio.mkdir()
+    try:
+        write_8m()
+        assert written_on(blkio, mm) == 0  # the failure mode, as a fresh machine has it
+        with Tenants("runc", {"a": Limits()}, host) as t:
+            t.start_sampling()
+            t.stop_sampling()
+        write_8m()
+        assert written_on(blkio, mm) == 8 << 20
+    finally:
+        blkio.rmdir()

@@ -40,7 +40,7 @@ def test_victim_halved_for_the_first_three_seconds():
     m = protection_metrics(T, v, n, START, END, delivered=1000.0)
     assert m["isol_mean"] == pytest.approx((3 * 0.5 + 17 * 1) / 20, abs=0.01)
     assert m["isol_p05"] == pytest.approx(0.5)
-    assert m["reaction_s"] == pytest.approx(3.4, abs=0.15)  # 5-bucket smoothing: 0.4 s late
+    assert m["reaction_s"] == pytest.approx(3.4, abs=0.01)  # half a second of buckets: 0.4 s late
     # the victim left 1000 - 185 (its mean over the burst) unused, the burst got 600 of it
     assert m["work_conservation"] == pytest.approx(600 / (1000 - (3 * 100 + 17 * 200) / 20), abs=0.005)
 
@@ -49,17 +49,40 @@ def test_isolation_is_per_second_of_the_burst_as_resctl_counts_it():
     """DESIGN §3: isol per second. A victim squeezed to nothing for one 100 ms bucket a second, and making up for
     it in the next bucket, did its work every second: isol 1 (the 100 ms buckets' p05 would read 0). One that
     lost one bucket a second and never made up for it kept 0.9 of its work in each: p05 0.9, mean 0.9. The
-    reaction is still timed on the 100 ms buckets, which stay above 0.95 for a second only after the last dip."""
+    reaction is still timed on half seconds, and a stall is seen in the one that ends with it: both reacted never
+    for a second to the burst's last dip."""
     k = np.round((T - START) * 10 - 0.5).astype(int) % 10  # the bucket's place in its second of the burst
     made_up = np.where(k == 3, 0.0, np.where(k == 4, 400.0, 200.0))
     m = protection_metrics(T, *run(made_up, 600.0), START, END, delivered=1000.0)
     assert m["isol_p05"] == pytest.approx(1) and m["isol_mean"] == pytest.approx(1)
-    assert m["reaction_s"] > 18  # the buckets' dips are still seen: one each second, to the burst's last one
+    assert m["reaction_s"] > 18
     lost = np.where(k == 3, 0.0, 200.0)
     m = protection_metrics(T, *run(lost, 600.0), START, END, delivered=1000.0)
     assert m["isol_p05"] == pytest.approx(0.9) and m["isol_mean"] == pytest.approx(0.9)
+    assert m["reaction_s"] > 18  # a dip every second, to the burst's last one
     g = guest_metrics(T, run(lost, 0.0)[0], T, np.ones_like(T), START, END)
     assert g["isol_p05"] == pytest.approx(0.9) and g["isol_mean"] == pytest.approx(0.9)
+
+
+def test_the_reaction_is_timed_from_the_burst_the_host_sees_and_counts_what_the_victim_caught_up_on():
+    """The neighbour's load generator starts 0.4 s after the burst phase does; the victim is then crushed for 0.2 s,
+    and makes up for half of it in the next 0.1 s. Its throughput over half a second is back at 0.95 of its rate half
+    a second after the first crushed bucket. Timed from the phase's start on buckets capped at 1 before they were
+    averaged, it read 1.05 s (workload2 told nothing on this VM: 1.75 s for a victim whose every second was whole,
+    docs/results.md 2026-12-02)."""
+    late = START + 0.4
+    nb = np.where(T < late, 200.0, 800.0)
+    v = np.where((T >= late) & (T < late + 0.2), 20.0, 200.0)
+    v = np.where((T >= late + 0.2) & (T < late + 0.3), 400.0, v)  # half its backlog
+    m = protection_metrics(T, *run(v, nb), START, END, delivered=1000.0)
+    assert m["reaction_s"] == pytest.approx(0.5, abs=0.01)
+    never = np.where(T >= late, 20.0, 200.0)  # crushed from the neighbour's first bucket to the burst's end
+    assert math.isnan(protection_metrics(T, *run(never, nb), START, END, delivered=1000.0)["reaction_s"])
+    slow = np.where((T >= late) & (T < late + 2), 100.0, 200.0)  # halved for 2 s of the neighbour's burst
+    assert protection_metrics(T, *run(slow, nb), START, END, delivered=1000.0)["reaction_s"] == pytest.approx(
+        2.4, abs=0.01)
+    jitter = np.where(np.arange(len(T)) % 2, 0.95, 0.75) * 200.0  # 0.85 of its rate, whatever the half second
+    assert math.isnan(protection_metrics(T, *run(jitter, nb), START, END, delivered=1000.0)["reaction_s"])
 
 
 def test_never_protected_is_nan_reaction():

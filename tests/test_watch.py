@@ -27,7 +27,7 @@ from contend.watch.detector import ENDS
 from contend.watch.runq import BTF, RunqProbe
 from contend.watch.signals import Frame
 
-from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require
+from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require, written_on
 
 
 class Box:
@@ -551,43 +551,6 @@ def test_the_probe_gives_the_span_its_totals_cover_by_whole_ticks():
     assert whole.rate(whole.span / 2) == pytest.approx(0.5)
 
 
-@pytest.fixture
-def fresh_disk(tmp_path):
-    """A loop device that did not exist before (LOOP_CTL_ADD with an unused number; removed after): no throttle
-    rule was ever set on it, as on every disk of a freshly booted machine."""
-    import fcntl
-    import random
-    require("losetup")
-    img = tmp_path / "disk.img"
-    with open(img, "wb") as f:
-        f.truncate(64 << 20)
-    ctl = os.open("/dev/loop-control", os.O_RDWR)
-    try:
-        n = next(n for n in random.sample(range(100, 1000), 50) if not Path(f"/sys/block/loop{n}").exists())
-        fcntl.ioctl(ctl, 0x4C80, n)  # LOOP_CTL_ADD
-        dev = f"/dev/loop{n}"
-        subprocess.run(["losetup", dev, str(img)], check=True, timeout=30)
-        try:
-            yield dev, Path(f"/sys/block/loop{n}/dev").read_text().strip()
-        finally:
-            subprocess.run(["losetup", "-d", dev], timeout=30)
-            for _ in range(50):  # the device goes once the kernel has let go of it
-                try:
-                    fcntl.ioctl(ctl, 0x4C81, n)  # LOOP_CTL_REMOVE
-                    break
-                except OSError:
-                    time.sleep(0.1)
-    finally:
-        os.close(ctl)
-
-
-def _written(blkio: Path, mm: str) -> int:
-    for line in (blkio / "blkio.throttle.io_service_bytes_recursive").read_text().splitlines():
-        if line.startswith(f"{mm} Write "):
-            return int(line.split()[2])
-    return 0
-
-
 @needs_root
 def test_a_disk_nobody_ever_throttled_is_counted_once_the_watch_starts(fresh_disk):
     """Issue 51's silent zero: on cgroup v1 a disk's I/O counters are kept by blk-throttle, which Linux 6.9+
@@ -604,10 +567,10 @@ def test_a_disk_nobody_ever_throttled_is_counted_once_the_watch_starts(fresh_dis
             subprocess.run(["sh", "-c", f"echo $$ > {blkio}/cgroup.procs && exec dd if=/dev/zero of={dev} bs=1M "
                             "count=8 oflag=direct status=none"], check=True, timeout=60)
         write_8m()
-        assert _written(blkio, mm) == 0  # the failure mode, as a fresh machine has it
+        assert written_on(blkio, mm) == 0  # the failure mode, as a fresh machine has it
         WatchCollector(host, ebpf=False).close()
         write_8m()
-        assert _written(blkio, mm) == 8 << 20
+        assert written_on(blkio, mm) == 8 << 20
     finally:
         blkio.rmdir()
 

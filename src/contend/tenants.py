@@ -180,7 +180,10 @@ class Tenants:
                           netdev=self.link.ports[t].host_dev if self.link is not None else None)
                    for t, c in self.c.items()]
         if self.cgroup:
-            self.samplers.append(CgroupSampler(targets, self.period, self.clock0).start())
+            sampler = CgroupSampler(targets, self.period, self.clock0)
+            if said := self.rt.host.count_disks(f"count-{os.getpid()}"):
+                sampler.problems.append(said)
+            self.samplers.append(sampler.start())
         if self.ebpf:
             self.samplers.append(BpftraceProbes(targets, self.period, self.clock0, wanted=self.ebpf).start())
         if self.device:

@@ -44,6 +44,22 @@ class CgroupHost:
             return (self.unified / "cgroup.controllers").read_text().split()
         return sorted(self.v1)
 
+    def count_disks(self, name: str) -> str:
+        """On a v1 or hybrid host, every disk's v1 I/O counters on (v1.count_io), from a cgroup of contend's own made
+        for that alone (`name`, under contend's prefix): the containers' own are their runtime's, and until then a
+        fresh host's cgroups read 0 bytes on a disk nobody has throttled (the first three runs of a guard study read
+        0 MB/s for a victim writing 127: docs/results.md 2026-12-02). "" when done (or nothing to do), else why not."""
+        if self.mode not in ("v1", "hybrid"):
+            return ""
+        own = self.cgroup(f"{PREFIX}/{name}")
+        try:
+            own.create()
+        except OSError as e:
+            return f"could not turn the disks' I/O counters on ({e}): disk use may read 0"
+        finally:
+            own.remove()
+        return ""
+
     def roots(self) -> list[Path]:
         """Every directory below which contend's cgroups live (for `contend clean`)."""
         bases = set(self.v1.values())

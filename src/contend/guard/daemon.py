@@ -165,6 +165,8 @@ class Guard:
             self.limiter.release_all()  # what it changed before the disk that refused
             raise
         self.clock0 = time.monotonic() if clock0 is None else clock0
+        if not cfg.dry_run and (said := self.host.count_disks(f"guard-{self.limiter.instance[:12]}")):
+            self.log("uncounted", message=said)  # told nothing, a guard reading 0 everywhere never learns the disk
         self.targets: dict[str, Resolved] = {}
         self._keep = max(cfg.window, 3) + 1  # periods of usage history a policy sees
         self.usage: dict[tuple[str, str], deque] = {}

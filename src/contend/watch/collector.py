@@ -312,15 +312,8 @@ class WatchCollector:
             self.hot = False  # a verdict on memory, disk or network is active (the watcher says, each period)
             self.detailed = 0  # containers whose detail was due in the last period
             self.idle = 0  # of which the cgroup counters were not read: no CPU time since they last were (IDLE_OK)
-            if host.mode in ("v1", "hybrid"):  # the disks' v1 I/O counters on (cgroups.v1.count_io), from a
-                # cgroup of its own made for that alone: the watched containers' are not contend's to write
-                own = host.cgroup(f"{PREFIX}/watch-{os.getpid()}")
-                try:
-                    own.create()
-                except OSError as e:
-                    self.problems.append(f"could not turn the disks' I/O counters on ({e}): disk use may read 0")
-                finally:
-                    own.remove()
+            if said := host.count_disks(f"watch-{os.getpid()}"):  # the watched containers' are not contend's
+                self.problems.append(said)
             self._host_ns = host_netns()
             self._dev: dict[str, tuple[int, int, int]] = {d: device_counters(d) for d in self.disks}
             self._credit: dict[str, float] = {}  # charged to the watched, not written by the disks yet (settle)

@@ -24,9 +24,13 @@ how long the burst took. Here, for one run of a workload under one policy:
   it scores 1 by construction. Above 1 before the bound means the disk delivered more in this run than in its
   references (`delivery_mb_s` shows both).
 - delivery_mb_s: what the disk delivered to both tenants during the burst, MB/s.
-- reaction_s: from the burst's start until the victim's isol per 100 ms bucket (smoothed over `smooth`
-  buckets) is at least `level` and stays there for `hold_s` (or to the burst's end); 0 if it never dropped;
-  nan if never.
+- reaction_s: from the burst's onset as the host sees it (the first 100 ms bucket of the burst phase in which the
+  neighbour did more than 1.5 × its level before it, or the victim less than `level` of its reference: the
+  neighbour's load generator starts 0.33-0.45 s after the phase does) until the victim's throughput over the last
+  half second (`smooth` buckets), over its reference, is at least `level`, and stays so for `hold_s` (or to the
+  burst's end); 0 if it never dropped; nan if never. What the victim caught up on counts, as isol per second counts
+  it; a stall after the recovery still resets it (before 2026-12-02: timed from the phase's start, on buckets
+  capped at 1 before they were averaged, so a catch-up never counted; docs/results.md says which).
 - reclaim_s: from the burst's end until the neighbour's cap is back within 1.5 × its cap before the burst
   (nan: no caps, nothing to reclaim).
 - burst_completion_s: how long the burst's fixed amount of I/O took.
@@ -61,14 +65,6 @@ def baseline(t: np.ndarray, v: np.ndarray, burst_start: float, warmup_s: float) 
     return float(np.mean(w)) if len(w) else math.nan
 
 
-def isolation(t: np.ndarray, victim: np.ndarray, burst_start: float, burst_end: float, warmup_s: float = 2.0,
-              reference: float | None = None) -> np.ndarray:
-    """Per bucket of the burst, isol against the victim's reference: the rate it asks for where known (a
-    rate-limited load), else what it did before the burst."""
-    base = reference if reference else baseline(t, victim, burst_start, warmup_s)
-    return isol_series(_window(t, victim, burst_start, burst_end), base)
-
-
 def isolation_per_second(t: np.ndarray, victim: np.ndarray, burst_start: float, burst_end: float,
                          warmup_s: float = 2.0, reference: float | None = None) -> np.ndarray:
     """Per whole second of the burst (from its start), isol of the victim's mean throughput in it (the figures'
@@ -84,19 +80,33 @@ def isol_stats(isol: np.ndarray) -> dict[str, float]:
     return {"isol_mean": p["isol_mean"], "isol_p05": p["isol_p05"]}
 
 
-def reaction(isol_t: np.ndarray, isol: np.ndarray, burst_start: float, level: float = 0.95, hold_s: float = 1.0,
+def reaction(isol_t: np.ndarray, ratio: np.ndarray, onset: float, level: float = 0.95, hold_s: float = 1.0,
              smooth: int = 5) -> float:
-    if not len(isol):
+    """`ratio`: the victim's throughput over its reference per bucket of the burst (not capped: a catch-up counts);
+    `onset`: when the clock starts. Seconds until the mean of the last `smooth` buckets is at least `level`, and
+    stays so for `hold_s`."""
+    if not len(ratio):
         return math.nan
-    s = np.convolve(isol, np.ones(smooth) / smooth, mode="valid") if len(isol) >= smooth else isol
-    ts = isol_t[smooth - 1:] if len(isol) >= smooth else isol_t
-    if s.min() >= level:
+    n = min(smooth, len(ratio))
+    ok = np.convolve(ratio, np.ones(n) / n, mode="valid") >= level
+    ts = isol_t[n - 1:]
+    if ok.all():
         return 0.0
-    ok = s >= level
-    for k in range(len(s)):
-        if ok[k] and ok[k:][ts[k:] <= ts[k] + hold_s].all():
-            return float(ts[k] - burst_start)
+    for k in np.nonzero(ok & (ts >= onset))[0]:
+        if ok[k:][ts[k:] <= ts[k] + hold_s].all():
+            return float(ts[k] - onset)
     return math.nan
+
+
+def onset(t: np.ndarray, victim_ratio: np.ndarray, neighbour: np.ndarray, burst_start: float, burst_end: float,
+          warmup_s: float, level: float = 0.95, rise: float = 1.5) -> float:
+    """The first bucket of the burst in which the neighbour did more than `rise` × its level before it or the victim
+    less than `level` of its reference (`victim_ratio`, on the burst's buckets); the burst's start if none."""
+    w = (t >= burst_start) & (t < burst_end)
+    before = baseline(t, neighbour, burst_start, warmup_s)
+    hit = (neighbour[w] > rise * before if math.isfinite(before) else np.zeros(int(w.sum()), bool)) | (
+        victim_ratio < level)
+    return float(t[w][np.argmax(hit)]) if hit.any() else burst_start
 
 
 def reclaim(cap_t: np.ndarray, cap: np.ndarray, burst_start: float, burst_end: float, ref_s: float = 3.0) -> float:
@@ -133,7 +143,8 @@ def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray,
                        reference: float | None = None) -> dict[str, float]:
     """The host view of one run: victim and neighbour throughput on the same buckets t (bytes/s); `delivered`:
     the reference delivery (the paired runs under no policy, this run's own if it is one of them)."""
-    isol = isolation(t, victim, burst_start, burst_end, warmup_s, reference)
+    base = reference if reference else baseline(t, victim, burst_start, warmup_s)
+    ratio = _window(t, victim, burst_start, burst_end) / base if base > 0 else np.array([])
     isol_t = _window(t, t, burst_start, burst_end)
     burst = _window(t, neighbour, burst_start, burst_end)
     got = _window(t, victim, burst_start, burst_end)
@@ -143,7 +154,8 @@ def protection_metrics(t: np.ndarray, victim: np.ndarray, neighbour: np.ndarray,
                               if len(burst) else math.nan),
         "neighbour_mb_s": float(np.mean(burst)) / 1e6 if len(burst) else math.nan,
         "delivery_mb_s": delivery(t, victim, neighbour, burst_start, burst_end) / 1e6,
-        "reaction_s": reaction(isol_t, isol, burst_start),
+        "reaction_s": (reaction(isol_t, ratio, onset(t, ratio, neighbour, burst_start, burst_end, warmup_s))
+                       if len(ratio) else math.nan),
         "reclaim_s": (reclaim(cap_t, cap, burst_start, burst_end) if cap_t is not None and cap is not None
                       and len(cap_t) else math.nan),
         "burst_completion_s": float(burst_end - burst_start),
