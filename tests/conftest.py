@@ -12,6 +12,7 @@ saying so: its tier would be wrong.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import random
@@ -210,17 +211,11 @@ def tiny_spec(path: Path, runtimes=("runc",), scenarios=("harmony",), baseline=2
     return path
 
 
-@pytest.fixture
-def fresh_disk(tmp_path):
-    """A loop device that did not exist before (LOOP_CTL_ADD with an unused number; removed after): no throttle
-    rule was ever set on it, as on every disk of a freshly booted machine."""
-    require("losetup")
-    img = tmp_path / "disk.img"
-    with open(img, "wb") as f:
-        f.truncate(64 << 20)
+@contextlib.contextmanager
+def loop_disk(img: Path, n: int):
+    """/dev/loopN added (LOOP_CTL_ADD) over the file img, detached and removed after."""
     ctl = os.open("/dev/loop-control", os.O_RDWR)
     try:
-        n = next(n for n in random.sample(range(100, 1000), 50) if not Path(f"/sys/block/loop{n}").exists())
         fcntl.ioctl(ctl, 0x4C80, n)  # LOOP_CTL_ADD
         dev = f"/dev/loop{n}"
         subprocess.run(["losetup", dev, str(img)], check=True, timeout=30)
@@ -236,6 +231,22 @@ def fresh_disk(tmp_path):
                     time.sleep(0.1)
     finally:
         os.close(ctl)
+
+
+def unused_loop() -> int:
+    return next(n for n in random.sample(range(100, 1000), 50) if not Path(f"/sys/block/loop{n}").exists())
+
+
+@pytest.fixture
+def fresh_disk(tmp_path):
+    """A loop device that did not exist before (an unused number; removed after): no throttle rule was ever set on
+    it, as on every disk of a freshly booted machine. Yields its path and MAJ:MIN; its image is tmp_path/disk.img."""
+    require("losetup")
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    with loop_disk(img, unused_loop()) as disk:
+        yield disk
 
 
 def written_on(blkio: Path, mm: str) -> int:

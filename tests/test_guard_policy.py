@@ -547,6 +547,15 @@ def test_an_io_costs_what_the_disks_calibration_says_beside_its_bytes():
     assert io_bytes("254:0", 0.0, cal) == 0.0  # told: bytes alone
 
 
+def test_no_cap_goes_below_a_share_of_the_lower_of_the_number_told_and_the_estimate():
+    from contend.guard.config import MIN_CAP, cap_floor
+    assert cap_floor(0.02, 1268e6, 84e6) == pytest.approx(0.02 * 84e6)  # told 2 x, the disk showed much less
+    assert cap_floor(0.02, 600e6, 900e6) == pytest.approx(0.02 * 600e6)  # the estimate above the number told
+    assert cap_floor(0.02, 600e6, math.inf) == cap_floor(0.02, 600e6, math.nan) == pytest.approx(0.02 * 600e6)
+    assert cap_floor(0.02, math.inf, 5e9) == pytest.approx(1e8)  # told nothing: the estimate alone
+    assert cap_floor(0.02, math.inf, math.inf) == cap_floor(0.02, 10e6, 10e6) == MIN_CAP
+
+
 def test_contend_learns_no_limit_from_a_target_at_its_own_claim():
     """guard-iops (issue 55), contend r1: in a slow minute the victim ran at its own cap, its claim (the disk was
     far from the estimate: caps 247 of 1308 handed out), and the neighbour dipped as its fio restarted for the
@@ -675,6 +684,27 @@ def test_the_calm_lifelines_floor_counts_a_crushed_victim_at_what_it_now_claims(
                                             TargetView("neighbour", neighbour, cap=600.0)], math.inf, 10.0,
                                            state=state))
     assert d.capacity == pytest.approx(0.9 * (30 + 600))
+
+
+def test_a_queue_bound_victim_takes_the_estimate_below_half_the_most_the_disk_delivered():
+    """guard-told-mixed's IOPS scene told 2 x (docs/results.md 2026-12-02), in cost MB/s: the 4 KiB victim at depth 1
+    lived at 45, the neighbour at 15; the 32-deep burst delivered 165 in a period, and the estimate fell to half of
+    that, 84, where it stayed: the neighbour, capped at 27-31, at 2.5 x its calm rate, kept the device's queue long and
+    the victim at 0.88 of its rate. Where calm lifelines are kept they are the floor: the estimate falls to them, the
+    victim's headroom included, and the neighbour is held at its calm rate. With none kept, half the peak as ever."""
+    victim = np.array([45.0] * 20 + [34.0, 33.0])  # pre-empted, below its cap of 57
+    neighbour = np.array([15.0] * 10 + [28.0] * 12)  # at its cap, wanting more
+    state = {"capacity": 84.2, "learnt": True, "peak": 165.0, "kept": {"victim": 45.0, "neighbour": 15.0}}
+
+    def decide(state: dict) -> Decision:
+        return ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=57.0),
+                                                   TargetView("neighbour", neighbour, cap=28.0)], 1268.0, 1.0,
+                                                  state=state))
+
+    d = decide(state)
+    assert d.capacity == pytest.approx(1.2 * 45 + 15)
+    assert d.caps == pytest.approx({"victim": 1.2 * 45, "neighbour": 15.0})
+    assert decide({**state, "kept": {}}).capacity == pytest.approx(0.5 * 1.02 * 165)
 
 
 def _onset(victim_last: list[float], neighbour_last: list[float], state: dict | None = None) -> Decision:

@@ -27,7 +27,7 @@ from contend.watch.detector import ENDS
 from contend.watch.runq import BTF, RunqProbe
 from contend.watch.signals import Frame
 
-from .conftest import CONTEND, contend, needs_root, one_line_exit_2, require, written_on
+from .conftest import CONTEND, contend, loop_disk, needs_root, one_line_exit_2, require, unused_loop, written_on
 
 
 class Box:
@@ -571,6 +571,33 @@ def test_a_disk_nobody_ever_throttled_is_counted_once_the_watch_starts(fresh_dis
         WatchCollector(host, ebpf=False).close()
         write_8m()
         assert written_on(blkio, mm) == 8 << 20
+    finally:
+        blkio.rmdir()
+
+
+@needs_root
+def test_a_disk_removed_and_added_again_under_its_number_is_counted_again(tmp_path):
+    """A long-lived watch remembers which disks it turned the counters on for. A disk that goes and comes back
+    under the same MAJ:MIN (a loop device or a hot-plugged volume attached again) is a new disk to blk-throttle,
+    which has not started on it: remembered by its number alone, it read 0 bytes for as long as the process lived."""
+    host = detect()
+    if host.mode not in ("v1", "hybrid"):
+        pytest.skip("v2 counts every disk's I/O from the start (io.stat)")
+    require("losetup")
+    img, n = tmp_path / "disk.img", unused_loop()
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    with loop_disk(img, n) as (_, mm):
+        WatchCollector(host, ebpf=False).close()  # counted, once
+    blkio = v1_hierarchies()["blkio"] / f"wtest-{uuid.uuid4().hex[:6]}"  # a cgroup not contend's
+    blkio.mkdir()
+    try:
+        with loop_disk(img, n) as (dev, again):
+            assert again == mm  # the same number, a new disk
+            WatchCollector(host, ebpf=False).close()
+            subprocess.run(["sh", "-c", f"echo $$ > {blkio}/cgroup.procs && exec dd if=/dev/zero of={dev} bs=1M "
+                            "count=8 oflag=direct status=none"], check=True, timeout=60)
+            assert written_on(blkio, mm) == 8 << 20
     finally:
         blkio.rmdir()
 

@@ -21,7 +21,9 @@ from .base import (
 
 # the controllers contend needs, and those it only keeps tidy (so `clean` finds everything)
 NEEDED = ("cpu", "cpuacct", "memory", "blkio", "pids")
-_COUNTING: set[str] = set()  # the disks whose v1 I/O counters this process has turned on
+# the disks whose v1 I/O counters this process has turned on, by MAJ:MIN and diskseq: a disk removed and added again
+# under its number (a loop device, a volume attached again) is a new disk that blk-throttle has not started on
+_COUNTING: set[tuple[str, str]] = set()
 
 
 def count_io(blkio_dir: Path) -> None:
@@ -35,9 +37,11 @@ def count_io(blkio_dir: Path) -> None:
     for dev in sorted(Path("/sys/block").glob("*/dev")):
         try:
             mm = dev.read_text().strip()
-            if mm not in _COUNTING:
+            seq = dev.with_name("diskseq")  # since Linux 5.15; without it, the number alone
+            disk = (mm, seq.read_text().strip() if seq.exists() else "")
+            if disk not in _COUNTING:
                 write(blkio_dir / "blkio.throttle.read_bps_device", f"{mm} 0")
-                _COUNTING.add(mm)
+                _COUNTING.add(disk)
         except OSError:
             continue  # a device that takes no throttle (gone, or not a request-based disk)
 

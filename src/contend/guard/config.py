@@ -44,6 +44,15 @@ def check_capacity(v: float) -> float:
 # bytes a 4 KiB I/O costs beside its own where the disk was never calibrated: this VM's virtio disk's
 # (1.31 GB/s of 1 MiB writes, 79,100 4 KiB random writes/s: 16.5 KB an I/O, 4 KiB of it its bytes)
 DEFAULT_IO_BYTES = 12 << 10
+def cap_floor(share: float, told: float, believed: float) -> float:
+    """No cap below `share` × the disk's capacity: the one told or the policy's estimate (nan: it has none), whichever
+    is lower, and never below MIN_CAP. A number told is a starting point: told 2 x, a floor of 0.02 of it was 0.3 of
+    the estimate the disk showed, and held the IOPS-bound neighbour there at 2.5 x its calm rate, the victim at 0.88
+    (guard-told-mixed, docs/results.md 2026-12-02)."""
+    basis = told if math.isnan(believed) else min(told, believed)
+    return max(MIN_CAP, share * basis) if math.isfinite(basis) else MIN_CAP
+
+
 SMALLEST_IO = 4096  # the I/O an IOPS bound is reckoned for: a cap's IOs/s = cap / (io_bytes + SMALLEST_IO)
 
 

@@ -26,7 +26,7 @@ from ..cgroups.host import kernel_option
 from ..hooks import Hooks
 from ..runtimes import signals_deferred
 from .collector import Collector, Escape, escaping, queued_use, stale_carry
-from .config import AUTO, MIN_CAP, GuardConfig, io_bytes
+from .config import AUTO, GuardConfig, cap_floor, io_bytes
 from .limiter import Limiter
 from .policy import PolicyInput, TargetView, default_period_ms, make
 from .targets import Resolved, TargetError, TargetPending, resolve
@@ -345,9 +345,7 @@ class Guard:
             self._alert(dev, d.alert)
 
     def _floor(self, dev: str, told: float) -> float:
-        """No cap below `floor` × the capacity: the one told, else the policy's estimate once it has one."""
-        basis = told if math.isfinite(told) else self.believed.get(dev, math.inf)
-        return max(MIN_CAP, self.cfg.floor * basis) if math.isfinite(basis) else MIN_CAP
+        return cap_floor(self.cfg.floor, told, self.believed.get(dev, math.inf))
 
     def _used(self, dev: str, t: float, seen: dict[str, dict],
               esc: Escape) -> tuple[dict[str, float], dict[str, float]]:

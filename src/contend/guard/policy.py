@@ -235,8 +235,8 @@ class ContendPolicy(Policy):
       lifeline while the disk is saturated (somebody at its cap, the device latency well above its floor,
       or everybody below their lifelines at once), the disk delivers less than the caps promise: the
       estimate drops to `backoff` × what the disk delivered to all of them in the last two periods (or ×
-      the estimate, if that is lower; not below `lowest`, nor below the lifelines kept from the last calm period
-      with the headroom of those not wanting more), then holds three periods while the victim
+      the estimate, if that is lower; not below the lifelines kept from the last calm period with the headroom of
+      those not wanting more, or with none kept, below `lowest`), then holds three periods while the victim
       recovers. While nobody
       is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
       hurt last time. A disk that slows down (Aridac Fig. 8) lowers the estimate instead of squeezing the
@@ -261,8 +261,9 @@ class ContendPolicy(Policy):
     tolerance: float = 0.1  # below (1 - tolerance) × lifeline counts as pre-empted
     backoff: float = 0.9  # the estimate after pre-emption, × what it was
     climb: float = 0.01  # growth per period, × the configured capacity
-    lowest: float = 0.5  # the estimate never drops below this share of the configured capacity: a disk that
-    # slowed further is not helped by squeezing everybody (the overload alert says it instead)
+    lowest: float = 0.5  # with no calm lifelines kept, a pre-emption drops the estimate no lower than this share of
+    # the configured capacity (or the most delivered, once learnt): a disk that slowed further is not helped by
+    # squeezing everybody (the overload alert says it instead); with them kept, they are that floor
     latency_factor: float = 4.0  # device latency this many times its floor counts as saturated (0: ignore)
     probe: float = 0.02  # told nothing: the ceiling, this share above the most the disk delivered in a period
     # until the disk shows its limit, the estimate this share above what it delivered unhurt: a number told is a
@@ -492,7 +493,13 @@ class ContendPolicy(Policy):
             # while the disk stalled
             lived = sum(min(claims[k], (1 + self.p) * v) if math.isfinite(claims[k]) else v
                         for k, v in inp.state.get("kept", {}).items() if k in claims)
-            was, est = est, max(self.lowest * cap_max, min(cap_max, lived), self.backoff * min(est, delivered))
+            # where calm lifelines are kept they are the floor, not `lowest`: below their sum nobody is squeezed but a
+            # target taking more than it lived at (lifelines_first), and that is what a queue-bound victim needs.
+            # Half the most the disk delivered held the IOPS-bound neighbour at 2-2.5 x its calm rate, the 4 KiB
+            # victim at 0.88-0.94 of its own (told 1 and 2 x; told nothing, with no such floor, 1.00: guard-told-mixed,
+            # docs/results.md 2026-12-02)
+            low = min(cap_max, lived) if lived > 0 else self.lowest * cap_max
+            was, est = est, max(low, self.backoff * min(est, delivered))
             hold, gripped = 3, True
             if est < was:  # said when it changes: at `lowest` already, a pre-emption moves nothing
                 said = (f"{', '.join(hurt)} pre-empted while the disk delivered {delivered / 1e6:.0f} MB/s: "
