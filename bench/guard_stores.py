@@ -14,8 +14,11 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from collections import defaultdict
 from pathlib import Path
+
+import duckdb
 
 from contend.kinds.guard.trial import unseen
 from contend.probes import Sample
@@ -58,6 +61,10 @@ def main() -> None:
     a = ap.parse_args()
     arms: dict[str, list[Path]] = defaultdict(list)
     for d in a.dirs:
+        try:  # a store a running study holds is locked: say which, in one line
+            Store(d, read_only=True).close()
+        except (duckdb.Error, OSError, ValueError) as e:
+            sys.exit(f"{d}: cannot open the store: {str(e).splitlines()[0]}")
         arms[re.sub(r"\d+$", "", d.name)].append(d)
     for arm, dirs in arms.items():
         cells: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)

@@ -1,11 +1,11 @@
 """A guard run's burst onset period by period: what each tenant wrote, its cap, the estimate and the device latency.
 
 Reads a guard study's results directory and prints, for each run named (or every run under a capping policy),
-one line per 100 ms bucket from half a second before the burst to `--seconds` after its start: the victim's and
-the neighbour's MB/s (host view, cgroup counters), the cap in force on each and the policy's capacity estimate
-(MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O. What docs/results.md
-reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one line per run instead:
-when the burst really began (the neighbour's first bucket above twice its level before the burst; its load
+one line per 100 ms bucket from `--before` seconds (half a second) before the burst to `--seconds` after its start:
+the victim's and the neighbour's MB/s (host view, cgroup counters), the cap in force on each and the policy's
+capacity estimate (MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O.
+What docs/results.md reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one line per
+run instead: when the burst really began (the neighbour's first bucket above twice its level before the burst; its load
 generator takes a moment after the phase starts), the first cap on it in force in the burst (told a number: from
 the start), when the victim was last below 0.95 of its reference in the burst's first 3 s (per 100 ms bucket,
 unsmoothed), and the run's reaction_s as the study stored it (from the onset the metric sees, on half seconds;
@@ -15,7 +15,8 @@ generator logged it from 0.5 s before to 0.3 s after (× its median over the run
 agree to a few hundred ms, hence the width): a decrease with the victim at 0.95 of it or more throughout was
 taken for a pre-emption the victim did not feel. Nothing is run: the store is only read.
 
-    .venv/bin/python bench/guard_timeline.py DIR [DIR ...] [--run TRIAL_ID ...] [--seconds 3] [--summary|--drops]
+    .venv/bin/python bench/guard_timeline.py DIR [DIR ...] [--run TRIAL_ID ...] [--seconds 3] [--before 0.5]
+        [--summary|--drops]
 """
 from __future__ import annotations
 
@@ -77,6 +78,7 @@ def main() -> None:
     ap.add_argument("directory", type=Path, nargs="+")
     ap.add_argument("--run", action="append", help="a trial id (repeatable; default: every run under a capping policy)")
     ap.add_argument("--seconds", type=float, default=3.0, help="how long after the burst's start (default 3)")
+    ap.add_argument("--before", type=float, default=0.5, help="from how long before the burst's start (default 0.5)")
     ap.add_argument("--summary", action="store_true", help="one line per run: the onset's times")
     ap.add_argument("--drops", action="store_true", help="every decrease of the estimate, felt by the victim or not")
     a = ap.parse_args()
@@ -116,7 +118,7 @@ def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) ->
                 drops(tid, burst.t_start, est, s.series("victim", "load", "bytes_s"), tally)
                 continue
             print(f"{tid}  (s from the burst's start; MB/s; caps and estimate in cost MB/s; device ms per I/O)")
-            for x in t[(t >= burst.t_start - 0.5) & (t <= burst.t_start + a.seconds)]:
+            for x in t[(t >= burst.t_start - a.before) & (t <= burst.t_start + a.seconds)]:
                 print(f"{x - burst.t_start:5.1f}  victim {mb(at(t, victim, x))}  neighbour {mb(at(tn, nb, x))}  "
                       f"caps {mb(at(*caps['victim'], x))} {mb(at(*caps['neighbour'], x))}  "
                       f"estimate {mb(at(*est, x))}  latency {at(*lat, x):5.2f}")

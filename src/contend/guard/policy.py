@@ -95,6 +95,19 @@ def _preempted(u: np.ndarray, life: float, floor: float, tolerance: float) -> bo
     return len(u) >= 3 and life > IDLE * floor and _mean_tail(u, 2) < (1 - tolerance) * life
 
 
+def _stalled(targets: list[TargetView], lives: dict[str, float], floor: float, tolerance: float) -> bool:
+    """Everybody got less than (1 - tolerance) × its lifeline at once in one of the last two periods, but not in all of
+    the last three: a moment the disk stopped for all, then ran on. Nobody's taking caused it, and a neighbour
+    catching up after it is not taking either (guard-caps' workload2 told 2 x: a stall 3 s before the burst, the
+    neighbour back at its cap a period before the victim, and the estimate fell from 1,673 to its floor of 375 cost
+    MB/s for the rest of the run: the burst got 0.24 of the spare, docs/results.md 2026-12-02, evening). Three such
+    periods running are a disk that slowed down, met as ever."""
+    def low(k: int) -> bool:
+        return all(len(t.usage) >= k and float(t.usage[-k]) < (1 - tolerance) * max(lives[t.name], IDLE * floor)
+                   for t in targets)
+    return len(targets) >= 2 and (low(1) or low(2)) and not (low(1) and low(2) and low(3))
+
+
 def _overshooting(targets: list[TargetView], p: float) -> list[str]:
     """Targets that did more than (1 + p) × their cap in the last period: not the disk's limit but the
     throttle's, which lets a group that ran below its limit dispatch a slice (100 ms) of budget at once, and
@@ -237,7 +250,8 @@ class ContendPolicy(Policy):
       estimate drops to `backoff` × what the disk delivered to all of them in the last two periods (or ×
       the estimate, if that is lower; not below the lifelines kept from the last calm period with the headroom of
       those not wanting more, or with none kept, below `lowest`), then holds three periods while the victim
-      recovers. While nobody
+      recovers. A dip in which everybody got less at once for a period or two is the disk's stall, and lowers nothing
+      (three such periods running are a disk that slowed down). While nobody
       is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
       hurt last time. A disk that slows down (Aridac Fig. 8) lowers the estimate instead of squeezing the
       victim.
@@ -454,7 +468,9 @@ class ContendPolicy(Policy):
         # writer at depth 1 held at 0.62 of its rate, the estimate at its floor; docs/results.md 2026-12-01). With
         # somebody else pre-empted too, everybody got less at once: the disk slowed down
         hurt = preempted if len(preempted) >= 2 else [k for k in preempted if k not in own]
-        if saturated and hurt and taking and not hold and not onset:
+        lives = {t.name: float(np.median(t.usage[-self.window:])) for t in inp.targets if len(t.usage)}
+        stall = _stalled([t for t in inp.targets if t.name in lives], lives, inp.floor, self.tolerance)
+        if saturated and hurt and taking and not hold and not onset and not stall:
             # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
             # this moment: one step, where a fixed factor needs several from a stale calibration), then
             # three periods for the victim to recover; that level is the one to approach slowly again
@@ -517,7 +533,6 @@ class ContendPolicy(Policy):
         # each target's lifeline when all was calm: what contention must not take from it (a lifeline learnt during
         # the contention is the burst's own after half a window, and is not kept)
         calm = not (saturated or preempted or above or surging)
-        lives = {t.name: float(np.median(t.usage[-self.window:])) for t in inp.targets if len(t.usage)}
         kept = lives if calm else {k: v for k, v in inp.state.get("kept", {}).items() if k in claims}
         if math.isfinite(est):
             shares = lifelines_first(claims, kept, weights, est, headroom=self.p)
