@@ -24,10 +24,12 @@ class Watched:
     log: str
 
     def trace(self, last: int = 50) -> str:
-        """The guard's last periods (seconds, each target's use and cap in MB/s): what a failed assertion shows."""
-        return "\n".join(f"{r.t:7.2f} use {[round(u / 1e6, 2) for u in r.usage.values()]} "
-                         f"cap {[None if c is None else round(c / 1e6, 2) for c in r.caps.values()]}"
-                         for r in self.records[-last:])
+        """The guard's last periods (seconds, each target's use and cap in MB/s) and what it said of the disk: what a
+        failed assertion shows."""
+        said = [ln for ln in self.log.splitlines() if '"capacity"' in ln or '"alert"' in ln]
+        return "\n".join([*said, *(f"{r.t:7.2f} use {[round(u / 1e6, 2) for u in r.usage.values()]} "
+                                   f"cap {[None if c is None else round(c / 1e6, 2) for c in r.caps.values()]}"
+                                   for r in self.records[-last:])])
 
 
 def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, capacity: float,

@@ -237,7 +237,8 @@ class ContendPolicy(Policy):
     - lifeline: the median of the last `window` periods, so a burst shorter than half of it does not
       raise it and a victim squeezed for a moment does not lose it;
     - claim: lifeline or recent use (mean of the last 3 periods), whichever is higher, × (1 + P); a target
-      using (almost) its whole cap wants more: its claim is unbounded;
+      using (almost) its whole cap wants more: its claim is unbounded; one that filled its cap in one of the last
+      `keep` periods and did nothing since (large I/Os under a low cap) claims that cap at least;
     - caps: weighted max-min fair shares of the capacity estimate over the claims (work-conserving: all of
       the estimate is handed out as soon as somebody wants it, within a period or two), after each target's
       lifeline from the last calm period (nobody pre-empted, at its cap or above its lifeline, the latency down)
@@ -265,6 +266,8 @@ class ContendPolicy(Policy):
     - a decrease, and the three periods of its hold, raise no cap of a target using more than its lifeline with its
       headroom: the decrease takes from those who take, and the victim recovers before they get more; until the disk
       showed its limit, such a cap rises at most `ramp` (25 %) a period, so a number told too high shows as a squeeze;
+      and until then a victim hurt while a target overshoots its cap (the throttle's slice at a burst's onset), in
+      that period or the next, lowers nothing, for at most `spare` periods running;
     - told nothing (capacity inf): no caps at all until the first contention (a target pre-empted while an
       uncapped one grows past its lifeline, or the latency is up), which sets the estimate as above; from then
       on it climbs back to `probe` above the most the disk delivered, so it follows the disk up as well as down.
@@ -293,6 +296,8 @@ class ContendPolicy(Policy):
     # until the disk showed its limit, a taker's cap rises at most this share a period: a number told is not handed
     # out at once (told 2 x, the victim 0.85-0.94 -> 0.96-1.00 over 6 runs interleaved; docs/results.md 2026-12-02)
     ramp: float = 0.25
+    spare: int = 2  # periods running a decrease may wait out at a burst's onset (a neighbour past its cap)
+    keep: int = 4  # periods a target that filled its cap keeps it, whatever it uses (large I/Os under a low cap)
     name = "contend"
 
     def _preempted(self, u: np.ndarray, life: float, floor: float) -> bool:
@@ -378,6 +383,20 @@ class ContendPolicy(Policy):
                 out[t.name] = min(out[t.name], (1 + rise) * t.cap)
         return out
 
+    def _filled(self, inp: PolicyInput, wanting: list[str], claims: dict[str, float], gripped: bool) -> dict[str, int]:
+        """Periods since each target last filled its cap (0: this one). One that filled it in one of the last `keep`
+        periods and did nothing since claims that cap at least (`claims` is raised in place): a writer of large I/Os
+        under a low cap completes one every few periods, and a cap taken back to the claim in between never climbed
+        (the v2 guest's dd, 1 MiB writes told 20 MB/s: caps of 1.3-6.2 MB/s for the whole write, CI 2026-12-02). Not
+        in a decrease or its hold: that takes from those who take."""
+        filled = {t.name: 0 if t.name in wanting else inp.state.get("filled", {}).get(t.name, self.keep) + 1
+                  for t in inp.targets}
+        for t in inp.targets:
+            n = filled[t.name]
+            if not gripped and t.cap is not None and 0 < n < self.keep and all(u < IDLE * t.cap for u in t.usage[-n:]):
+                claims[t.name] = max(claims[t.name], t.cap)
+        return filled
+
     def decide(self, inp: PolicyInput) -> Decision:
         now = sum(float(t.usage[-1]) for t in inp.targets if len(t.usage))
         peak = max(float(inp.state.get("peak", 0.0)), now)  # the most the disk was seen to deliver
@@ -457,12 +476,16 @@ class ContendPolicy(Policy):
         # stall at 59 MB/s before the burst set the estimate to 53 MB/s; the burst got 0.13 of the spare, the
         # victim 0.57)
         taking = bool(wanting) or bool(above)
-        # with `rise`, told a number, before the disk showed its limit: a victim hurt while a neighbour overshoots
-        # its cap was hurt by the throttle's slice, not by the disk; the cap holds it from the next period, and
-        # lowering the estimate for it learnt a limit the disk never had (told 0.5 ×, a burst's onset set the
-        # estimate to 0.9 of 1.1 GB/s on a disk giving 2.3, docs/results.md). Once learnt (told nothing: always),
-        # and without `rise`, such dips lower it as ever
-        onset = self.rise > 0 and not learnt and bool(_overshooting(inp.targets, self.p))
+        # told a number, before the disk showed its limit: a victim hurt while a neighbour overshoots its cap, in
+        # this period or the one before (each against the cap of its own period), was hurt by the throttle's slice,
+        # not by the disk; the cap holds it from the next period, and lowering the estimate for it learnt a limit the
+        # disk never had (told 0.5 ×, a burst's onset set the estimate to 0.9 of 1.1 GB/s on a disk giving 2.3; told
+        # 2 ×, to its floor, judged the period after the overshoot, and the burst got 0.22-0.26 of the spare where
+        # static took 0.87-0.97: docs/results.md 2026-12-02). At most `spare` such periods running: a victim hurt
+        # longer is hurt by the disk. Once learnt (told nothing: always), such dips lower it as ever
+        shot = bool(_overshooting(inp.targets, self.p))
+        spared = int(inp.state.get("spared", 0))
+        onset = not learnt and (shot or bool(inp.state.get("shot"))) and spared < self.spare
         # a target living at its cap that dips alone shows its cap and its own jitter, not the disk's limit: counted, it
         # lowered the estimate, so its cap, so its lifeline, and again (guard-shapes' iops-neighbour told 0.5 x: a 4 KiB
         # writer at depth 1 held at 0.62 of its rate, the estimate at its floor; docs/results.md 2026-12-01). With
@@ -470,7 +493,9 @@ class ContendPolicy(Policy):
         hurt = preempted if len(preempted) >= 2 else [k for k in preempted if k not in own]
         lives = {t.name: float(np.median(t.usage[-self.window:])) for t in inp.targets if len(t.usage)}
         stall = _stalled([t for t in inp.targets if t.name in lives], lives, inp.floor, self.tolerance)
-        if saturated and hurt and taking and not hold and not onset and not stall:
+        eligible = saturated and hurt and taking and not hold and not stall
+        spared = spared + 1 if eligible and onset else 0
+        if eligible and not onset:
             # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
             # this moment: one step, where a fixed factor needs several from a stale calibration), then
             # three periods for the victim to recover; that level is the one to approach slowly again
@@ -534,6 +559,7 @@ class ContendPolicy(Policy):
         # the contention is the burst's own after half a window, and is not kept)
         calm = not (saturated or preempted or above or surging)
         kept = lives if calm else {k: v for k, v in inp.state.get("kept", {}).items() if k in claims}
+        filled = self._filled(inp, wanting, claims, gripped)
         if math.isfinite(est):
             shares = lifelines_first(claims, kept, weights, est, headroom=self.p)
             shares = self._no_leap(inp.targets, shares, inp.floor, gripped, learnt)
@@ -543,7 +569,8 @@ class ContendPolicy(Policy):
         alert = (f"lifelines {need / 1e6:.0f} MB/s exceed capacity {est / 1e6:.0f} MB/s"
                  if need > est else "")
         return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold, "peak": peak,
-                                           "learnt": learnt, "kept": kept, "over": over, **told_state}, said=said)
+                                           "learnt": learnt, "kept": kept, "over": over, "shot": shot,
+                                           "spared": spared, "filled": filled, **told_state}, said=said)
 
 
 def bfq_weights(targets: list[TargetView], top: int = 1000) -> dict[str, int]:
