@@ -828,3 +828,55 @@ def test_a_writer_of_large_ios_under_a_low_cap_climbs_to_the_number_told():
         cap, state = d.caps["dd"] or math.inf, d.state
         caps.append(cap)
     assert max(caps) >= 0.8 * 20e6, [round(c / 1e6, 1) for c in caps]
+
+
+def _contention(victim_tail, burst_tail, cap, state=None):
+    """A victim living at 200 and a burst at 200, then their last two periods; the burst capped at `cap` (None: told
+    nothing yet). Told nothing."""
+    victim = np.array([200.0] * 30 + victim_tail)
+    burst = np.array([200.0] * 30 + burst_tail)
+    views = [TargetView("victim", victim, cap=None if cap is None else 240.0), TargetView("burst", burst, cap=cap)]
+    return ContendPolicy().decide(PolicyInput(views, math.inf, 10.0, state=state or {}))
+
+
+def test_a_second_pre_emption_of_the_same_contention_keeps_the_level_that_hurt():
+    """guard-caps' workload1 told nothing (2026-12-02): the first pre-emption read the disk at 1,447 MB/s, the second,
+    0.4 s later with the neighbour's queue paying back under its new cap, at 850; the level that hurt followed it down
+    and the estimate climbed ten times slower from there for the whole burst (0.54 of the spare). Within `window`
+    periods of the contention's first decrease the level stays the most the disk delivered in it; a contention that
+    began longer ago reads it afresh (a disk that slowed down for good)."""
+    first = _contention([150.0, 150.0], [1000.0, 1300.0], None)
+    assert first.state["hurt_at"] == pytest.approx(1450.0) and first.state["since"] == 0
+    later = {**first.state, "hold": 0, "since": 4, "reached": 2000.0}  # the burst's overshoot showed 2,000 since
+    again = _contention([140.0, 140.0], [600.0, 600.0], 600.0, later)
+    assert again.capacity < first.capacity  # the victim is protected as ever
+    assert again.state["hurt_at"] == pytest.approx(2000.0) and again.state["since"] == 5
+    afresh = _contention([140.0, 140.0], [600.0, 600.0], 600.0, {**later, "since": 30})
+    assert afresh.state["hurt_at"] == pytest.approx(740.0) and afresh.state["since"] == 0
+
+
+@pytest.mark.parametrize("seed", [0, 2, 3, 5])
+@pytest.mark.parametrize("told_c", [1.0, 2.0, math.inf])
+def test_a_burst_held_below_its_cap_by_a_disk_that_fades_is_still_taking(seed, told_c):
+    """A victim whose rate varies ± 15 % a period beside a burst at 2 C; the disk fades to 0.45 C at period 150
+    (bench/guard_told.py --queue --jitter 0.15). The burst, held by the disk below its cap, its lifeline down to what
+    it gets, counted as taking nobody, and with a level that hurt kept from its contention, nothing lowered the
+    estimate: the victim kept 0.80 of its rate for good. A burst above its calm lifeline is taking, and everybody low
+    four periods running is a disk that slowed down, taker or none."""
+    asks = 200.0 * np.random.default_rng(seed).uniform(0.85, 1.15, 600)
+    demand = lambda k: {"victim": float(asks[k]), "neighbour": 200.0 if k < 20 else 2000.0}  # noqa: E731
+    trace = simulate(ContendPolicy(), demand, 600, told_c * C, lambda k: C if k < 150 else 0.45 * C, queue=True)
+    isol = [g["victim"] / asks[k] for k, (g, _, _) in enumerate(trace) if k >= 20]
+    assert np.mean(isol) >= 0.98 and trace[-1][2].capacity <= 0.5 * C
+
+
+def test_everybody_low_four_periods_is_a_disk_that_slowed_taker_or_none():
+    """Three periods of everybody low with nobody taking are a stall and lower nothing (the test above from
+    guard-shapes); a fourth is a disk that slowed down, and the estimate follows it."""
+    def decide(n):
+        victim = np.array([200.0] * 30 + [100.0] * n)
+        other = np.array([300.0] * 30 + [150.0] * n)
+        views = [TargetView("victim", victim, cap=400.0), TargetView("other", other, cap=600.0)]
+        return ContendPolicy().decide(PolicyInput(views, C, 10.0, latency=np.array([0.1] * 30 + [2.0] * n),
+                                                  state={"kept": {"victim": 200.0, "other": 300.0}}))
+    assert decide(3).capacity == C and decide(4).capacity < C

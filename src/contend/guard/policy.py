@@ -95,17 +95,20 @@ def _preempted(u: np.ndarray, life: float, floor: float, tolerance: float) -> bo
     return len(u) >= 3 and life > IDLE * floor and _mean_tail(u, 2) < (1 - tolerance) * life
 
 
-def _stalled(targets: list[TargetView], lives: dict[str, float], floor: float, tolerance: float) -> bool:
+def _stalled(targets: list[TargetView], lives: dict[str, float], floor: float, tolerance: float) -> tuple[bool, bool]:
     """Everybody got less than (1 - tolerance) × its lifeline at once in one of the last two periods, but not in all of
     the last three: a moment the disk stopped for all, then ran on. Nobody's taking caused it, and a neighbour
     catching up after it is not taking either (guard-caps' workload2 told 2 x: a stall 3 s before the burst, the
     neighbour back at its cap a period before the victim, and the estimate fell from 1,673 to its floor of 375 cost
     MB/s for the rest of the run: the burst got 0.24 of the spare, docs/results.md 2026-12-02, evening). Three such
-    periods running are a disk that slowed down, met as ever."""
+    periods running are a disk that slowed down, met as ever; four are one that slowed with nobody taking (the second
+    answer): a stall with nobody taking lasted three (guard-shapes' iops-neighbour, 2026-11-28)."""
     def low(k: int) -> bool:
         return all(len(t.usage) >= k and float(t.usage[-k]) < (1 - tolerance) * max(lives[t.name], IDLE * floor)
                    for t in targets)
-    return len(targets) >= 2 and (low(1) or low(2)) and not (low(1) and low(2) and low(3))
+    if len(targets) < 2:
+        return False, False
+    return (low(1) or low(2)) and not (low(1) and low(2) and low(3)), all(low(k) for k in (1, 2, 3, 4))
 
 
 def _overshooting(targets: list[TargetView], p: float) -> list[str]:
@@ -252,10 +255,12 @@ class ContendPolicy(Policy):
       the estimate, if that is lower; not below the lifelines kept from the last calm period with the headroom of
       those not wanting more, or with none kept, below `lowest`), then holds three periods while the victim
       recovers. A dip in which everybody got less at once for a period or two is the disk's stall, and lowers nothing
-      (three such periods running are a disk that slowed down). While nobody
+      (three such periods running are a disk that slowed down, four with nobody taking). While nobody
       is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
-      hurt last time. A disk that slows down (Aridac Fig. 8) lowers the estimate instead of squeezing the
-      victim.
+      hurt last time: the most the disk delivered in a period of that contention (a pre-emption within `window`
+      periods of its first is the same contention, and lowers the estimate but not that level). Somebody takes when
+      it is at its cap, lives at it, or does more than (1 + P) × its lifeline or its calm one. A disk that slows
+      down (Aridac Fig. 8) lowers the estimate instead of squeezing the victim.
     - once a pre-emption showed the disk's limit, what the estimate climbs back to is the configured capacity
       or a little (`probe`) above the most the disk was seen to deliver in a period, whichever is lower (issue 55);
       with the estimate at its floor, a target above its lifeline but below its cap while the latency is up
@@ -383,6 +388,21 @@ class ContendPolicy(Policy):
                 out[t.name] = min(out[t.name], (1 + rise) * t.cap)
         return out
 
+    def _hurt_level(self, since: int, est: float, level: float, reached: float) -> tuple[float, float, int]:
+        """The level that hurt, the most delivered in this contention and the periods since it began, at a decrease
+        reading the disk at `level`. A decrease within `window` periods of the contention's first is the same
+        contention: the neighbour's queue, dispatched
+        before its cap, paying back, a victim still catching up. Its reading is the caps' own, and the level that hurt
+        stays the most the disk delivered in any period of it (told nothing, a second pre-emption 0.4 s after the
+        first set that level from 1,447 to 850 MB/s on a disk delivering 1.8 GB/s, and from 458 to 373 while the
+        neighbour's dump showed 1,000 between them: the estimate climbed ten times slower from there for the whole
+        burst, which took 0.15-0.54 of the spare; guard-caps, docs/results.md 2026-12-03). A new contention reads
+        the level afresh, and so does one `window` periods after a contention began: a disk that slowed down for good
+        is not approached at full speed for longer."""
+        if since < self.window:
+            return max(min(est, level), reached), reached, since
+        return min(est, level), level, 0
+
     def _filled(self, inp: PolicyInput, wanting: list[str], claims: dict[str, float], gripped: bool) -> dict[str, int]:
         """Periods since each target last filled its cap (0: this one). One that filled it in one of the last `keep`
         periods and did nothing since claims that cap at least (`claims` is raised in place): a writer of large I/Os
@@ -470,12 +490,20 @@ class ContendPolicy(Policy):
         told = max(inp.capacity, told_state["unhurt"])
         cap_max = min(told, (1 + self.probe) * peak) if learnt else max(told, est)
         bad = float(inp.state.get("hurt_at", cap_max))
+        # periods since this contention's first decrease, and the most the disk delivered in a period of it
+        since = min(self.window, int(inp.state.get("since", self.window)) + 1)
+        reached = max(float(inp.state.get("reached", 0.0)), now)
         # somebody is taking: at its cap, living at it, or above its lifeline. A disk that stalls while nobody
         # takes (everybody below their lifelines at once) shows no limit, and there is nobody to take from:
         # lowering the estimate then only squeezed everybody by their own caps (guard-shapes' iops-neighbour: a
         # stall at 59 MB/s before the burst set the estimate to 53 MB/s; the burst got 0.13 of the spare, the
         # victim 0.57)
-        taking = bool(wanting) or bool(above)
+        # So is one doing more than (1 + P) × its calm lifeline, not hurt itself: a burst is taking for as long as it
+        # lasts, though its lifeline follows it after half a window and a disk that fades holds it below its cap
+        # (bench/guard_told.py --queue --jitter 0.15, fades: nobody counted as taking, the victim kept 0.75 of its rate)
+        taking = bool(wanting) or bool(above) or any(
+            t.name in kept_before and t.name not in preempted
+            and _mean_tail(t.usage, 2) > (1 + self.p) * max(kept_before[t.name], inp.floor) for t in inp.targets)
         # told a number, before the disk showed its limit: a victim hurt while a neighbour overshoots its cap, in
         # this period or the one before (each against the cap of its own period), was hurt by the throttle's slice,
         # not by the disk; the cap holds it from the next period, and lowering the estimate for it learnt a limit the
@@ -492,8 +520,11 @@ class ContendPolicy(Policy):
         # somebody else pre-empted too, everybody got less at once: the disk slowed down
         hurt = preempted if len(preempted) >= 2 else [k for k in preempted if k not in own]
         lives = {t.name: float(np.median(t.usage[-self.window:])) for t in inp.targets if len(t.usage)}
-        stall = _stalled([t for t in inp.targets if t.name in lives], lives, inp.floor, self.tolerance)
-        eligible = saturated and hurt and taking and not hold and not stall
+        # a disk that slowed down (everybody low four periods running) needs no taker: it delivers less than the
+        # caps hand out, and a neighbour held by it below its cap was not counted as taking, so nothing lowered the
+        # estimate and the victim kept 0.75 of its rate for good (bench/guard_told.py --queue --jitter 0.15, fades)
+        stall, slowed = _stalled([t for t in inp.targets if t.name in lives], lives, inp.floor, self.tolerance)
+        eligible = saturated and hurt and (taking or slowed) and not hold and not stall
         spared = spared + 1 if eligible and onset else 0
         if eligible and not onset:
             # decrease to below what the disk delivered to everybody while it hurt (the measured capacity of
@@ -509,7 +540,7 @@ class ContendPolicy(Policy):
             # 0.63 C on a simulated disk delivering C (told nothing: work conservation 0.58 over a 10 s burst;
             # 0.56 on this VM's disk). The estimate itself still drops below the mean: the victim first
             saturated_period = max(sum(float(t.usage[-k]) for t in inp.targets if len(t.usage) >= k) for k in (1, 2))
-            bad = min(est, max(delivered, saturated_period))
+            bad, reached, since = self._hurt_level(since, est, max(delivered, saturated_period), reached)
             # the limit shown now: no floor at half a number told too high (its first drop stopped at 1.3 GB/s
             # told 2.6, the disk delivering 1.0: the victim waited 2 s more, docs/results.md). Only when somebody
             # wanted more than it got: a steady neighbour catching up after a stall is above its lifeline, not
@@ -569,8 +600,9 @@ class ContendPolicy(Policy):
         alert = (f"lifelines {need / 1e6:.0f} MB/s exceed capacity {est / 1e6:.0f} MB/s"
                  if need > est else "")
         return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold, "peak": peak,
-                                           "learnt": learnt, "kept": kept, "over": over, "shot": shot,
-                                           "spared": spared, "filled": filled, **told_state}, said=said)
+                                           "learnt": learnt, "kept": kept, "over": over, "shot": shot, "spared": spared,
+                                           "filled": filled, "since": since, "reached": reached, **told_state},
+                        said=said)
 
 
 def bfq_weights(targets: list[TargetView], top: int = 1000) -> dict[str, int]:
