@@ -332,3 +332,17 @@ def test_cells_on_fewer_repetitions_are_said_with_the_reasons():
               t(1, "failed", "x", res="disk"), t(2, "failed", "y", res="disk"),  # none: n/a in the table instead
               t(1, "n/a", "kata not available", rt="kata"), t(1, "ok", rt="runsc")]
     assert fewer_repetitions(trials) == ["runc · harmony · cpu: 2 of 3 repetitions (r2: stress-ng exited 137)"]
+
+
+def test_the_guard_table_says_which_cells_are_over_fewer_runs():
+    """A run whose victim's fio log held no I/O has no guest view: its row's latency is over 2 of 3 runs, and the
+    table's notes say so; a row whose every cell is over its 3 runs says nothing."""
+    from contend.kinds.guard.report import COLUMNS, thin_notes
+    rows = []
+    for policy in ("static@capacity=2", "contend@capacity=2"):
+        rows += [{"scenario": f"workload2/{policy}", "view": v, "metric": m, "value": 1.0, "ci_low": None,
+                  "ci_high": None, "n": 2 if (policy.startswith("static") and v == "guest") else 3}
+                 for m, v, _ in COLUMNS]
+    rows.append({"scenario": "workload2/contend@capacity=2", "view": "host", "metric": "other", "value": 1.0, "n": 1})
+    said = "static@capacity=2: lat imp (guest), p99 imp (guest) over 2 of its 3 runs"
+    assert thin_notes(rows) == {"workload2": [said]}

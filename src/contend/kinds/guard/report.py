@@ -199,6 +199,29 @@ def side_by_side(rows: list[dict], failures: dict[str, str]) -> dict[str, list[l
     return out
 
 
+def thin_notes(rows: list[dict]) -> dict[str, list[str]]:
+    """Per workload, the cells of the table over fewer runs than the most of their row: a run whose victim's fio log
+    held no I/O has no guest view (workload2 static@capacity=2 of a guard-caps study, 2026-12-02: its latency over 2
+    of 3 runs, the table silent), one whose victim never held its rate has no reaction. Said, not hidden."""
+    labels = {(m, v): f"{name} ({v})" for m, v, name in COLUMNS}
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        if (r["metric"], r["view"]) in labels and r.get("n"):
+            by.setdefault(r["scenario"], []).append(r)
+    out: dict[str, list[str]] = {}
+    for sc in sorted(by, key=lambda x: (x.split("/")[0], _rank(x.split("/")[-1]))):
+        most = max(int(r["n"]) for r in by[sc])
+        thin: dict[int, list[str]] = {}
+        n = {(r["metric"], r["view"]): int(r["n"]) for r in by[sc]}
+        for m, v, _ in COLUMNS:
+            if (m, v) in n and n[(m, v)] < most:
+                thin.setdefault(n[(m, v)], []).append(labels[(m, v)])
+        wl, _, policy = sc.partition("/")
+        out.setdefault(wl, []).extend(f"{policy}: {', '.join(cols)} over {n} of its {most} runs"
+                                      for n, cols in sorted(thin.items()))
+    return {wl: lines for wl, lines in out.items() if lines}
+
+
 def compact(r: dict) -> str:
     """mean ± half its 95 % interval ([low, high] where it was clipped at its metric's edge), with as many
     decimals as a figure of its size needs (MB/s in whole numbers, shares in hundredths), so the terminal's tables
@@ -386,6 +409,8 @@ def refresh_guard(directory: Path, store: Store, title: str):
     notes = disk_notes(runs, references(runs))
     for wl in notes:
         notes[wl] += [n for n in [frontier_note(rows, wl)] if n]
+    for wl, lines in thin_notes(rows).items():
+        notes.setdefault(wl, []).extend(lines)
     write_text(directory / "guard-table.md", markdown(tables, title, notes))
     figdir = directory / "figures"
     figures = []

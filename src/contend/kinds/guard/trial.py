@@ -297,6 +297,8 @@ def _guest(result: TrialResult, victim_dir: Path, t0: float) -> None:
     """The victim's own view from fio's per-I/O log: throughput and mean latency per 100 ms, and every
     I/O's latency (what its tail latency is computed from)."""
     ios = read_io_log(victim_dir / VICTIM_LOG)
+    if not len(ios):  # the run keeps its host view; the table says its guest figures are over fewer runs
+        result.events.append((t0, "victim", "no-guest-view", f"fio's {VICTIM_LOG} held no I/O"))
     t, done, lat = io_buckets(ios)
     result.samples += [Sample(t0 + a, "victim", "load", "bytes_s", float(b)) for a, b in zip(t, done)]
     result.samples += [Sample(t0 + a, "victim", "load", "lat_ms", float(b)) for a, b in zip(t, lat)
