@@ -2,21 +2,24 @@
 
 Reads a guard study's results directory and prints, for each run named (or every run under a capping policy),
 one line per 100 ms bucket from `--before` seconds (half a second) before the burst to `--seconds` after its start:
-the victim's and the neighbour's MB/s (host view, cgroup counters), the cap in force on each and the policy's
-capacity estimate (MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O.
+the victim's and the neighbour's MB/s (host view, cgroup counters), the cap in force on each, what the guard saw
+each use (`seen`: its share of the disk's writes, `guard/collector.settle`) and the policy's capacity estimate
+(MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O.
 What docs/results.md reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one line per
 run instead: when the burst really began (the neighbour's first bucket above twice its level before the burst; its load
 generator takes a moment after the phase starts), the first cap on it in force in the burst (told a number: from
-the start), when the victim was last below 0.95 of its reference in the burst's first 3 s (per 100 ms bucket,
+the start), when the victim was last below 0.95 of its reference in the burst's first 3 s, and first (per 100 ms bucket,
 unsmoothed), and the run's reaction_s as the study stored it (from the onset the metric sees, on half seconds;
 from the phase's start, 5 capped buckets smoothed, in a store reported before 2026-12-02).
 With --drops, every decrease of contend's estimate instead, with the victim's lowest rate as its own load
 generator logged it from 0.5 s before to 0.3 s after (× its median over the run; fio's log and the host's clock
 agree to a few hundred ms, hence the width): a decrease with the victim at 0.95 of it or more throughout was
-taken for a pre-emption the victim did not feel. Nothing is run: the store is only read.
+taken for a pre-emption the victim did not feel. With --views, per run the guard's periods in the burst that read the
+victim below 0.9 × its median while its cgroup's counters had it at 0.95 × theirs or more (the guard's share of the
+disk's writes against the charges). Nothing is run: the store is only read.
 
     .venv/bin/python bench/guard_timeline.py DIR [DIR ...] [--run TRIAL_ID ...] [--seconds 3] [--before 0.5]
-        [--summary|--drops]
+        [--summary|--drops|--views]
 """
 from __future__ import annotations
 
@@ -50,9 +53,9 @@ def summary(tid: str, t0: float, t: np.ndarray, victim: np.ndarray, tn: np.ndarr
     capped = ct[(ct >= t0) & np.isfinite(cv)]
     first_cap = float(capped[0] - t0) if len(capped) else math.nan
     low = t[(t >= t0) & (t < t0 + 3) & (victim < 0.95 * reference)]
-    last_low = float(low[-1] - t0) if len(low) else math.nan
-    return (f"{tid}: burst began {onset:+.2f} s, first cap {first_cap:+.2f} s, the victim's last 100 ms below 0.95 "
-            f"at {last_low:+.2f} s, reaction_s {reaction:.2f}")
+    first_low, last_low = (float(low[0] - t0), float(low[-1] - t0)) if len(low) else (math.nan, math.nan)
+    return (f"{tid}: burst began {onset:+.2f} s, first cap {first_cap:+.2f} s, the victim's 100 ms buckets below 0.95 "
+            f"from {first_low:+.2f} to {last_low:+.2f} s, reaction_s {reaction:.2f}")
 
 
 def drops(tid: str, t0: float, est: tuple[np.ndarray, np.ndarray], felt: tuple[np.ndarray, np.ndarray],
@@ -73,6 +76,28 @@ def drops(tid: str, t0: float, est: tuple[np.ndarray, np.ndarray], felt: tuple[n
     k[0], k[1] = k[0] + n, k[1] + unfelt
 
 
+def views(tid: str, window: tuple[float, float], guard: tuple[np.ndarray, np.ndarray],
+          host: tuple[np.ndarray, np.ndarray], tally: dict[str, list[int]]) -> None:
+    """One line per run: of the guard's periods in the burst, how many read the victim below 0.9 × its median (what
+    the policy takes for a pre-emption, two running) while its cgroup's counters, in the host sampler's nearest
+    bucket, had it at 0.95 × their median or more: a dip only the guard's view saw. Counts into tally by policy."""
+    (tg, g), (th, h) = guard, host
+    if not len(g) or not len(h):
+        return
+    mg, mh = float(np.median(g)), float(np.median(h))
+    n = phantom = 0
+    for x, v in zip(tg, g):
+        near = np.nonzero(np.abs(th - x) < 0.06)[0]
+        if not (window[0] <= x < window[1]) or not len(near) or mg <= 0 or mh <= 0:
+            continue
+        n += 1
+        phantom += int(v < 0.9 * mg and h[near[0]] >= 0.95 * mh)
+    print(f"{tid}: {phantom} of {n} periods in the burst read the victim below 0.9 × its median in the guard's view "
+          "only")
+    k = tally.setdefault(tid.split(".", 1)[1].rsplit(".", 1)[0], [0, 0])  # workload.policy.rN: the policy
+    k[0], k[1] = k[0] + n, k[1] + phantom
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("directory", type=Path, nargs="+")
@@ -81,10 +106,18 @@ def main() -> None:
     ap.add_argument("--before", type=float, default=0.5, help="from how long before the burst's start (default 0.5)")
     ap.add_argument("--summary", action="store_true", help="one line per run: the onset's times")
     ap.add_argument("--drops", action="store_true", help="every decrease of the estimate, felt by the victim or not")
+    ap.add_argument("--none", action="store_true", help="the runs under no policy too (their victims' dips are the "
+                    "disk's own: where a guard's reaction cannot begin before)")
+    ap.add_argument("--views", action="store_true", help="per run, the periods in which only the guard's view of the "
+                    "victim dipped (its share of the disk's writes against its cgroup's counters)")
     a = ap.parse_args()
     tally: dict[str, list[int]] = {}
     for d in a.directory:
         show(d, a, tally)
+    if a.views:
+        for policy, (n, phantom) in sorted(tally.items()):
+            print(f"{policy}: {phantom} of {n} periods dipped in the guard's view only ({phantom / max(n, 1):.1%})")
+        return
     for wl, (n, unfelt) in sorted(tally.items()):
         print(f"{wl}: {n} decreases of the estimate, {unfelt} with the victim's load at >= 0.95 × its median "
               "throughout")
@@ -96,7 +129,8 @@ def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) ->
                     if r["view"] == "host" and r["metric"] == "reaction_s"}
         for trial in st.trials():
             tid = trial["trial_id"]
-            if trial["status"] != "ok" or (a.run and tid not in a.run) or (not a.run and trial["policy"] == "none"):
+            if trial["status"] != "ok" or (a.run and tid not in a.run) or (
+                    not a.run and trial["policy"] == "none" and not a.none):
                 continue
             s = st.samples(tid)
             burst = next((w for w in st.steps(tid) if w.phase == "burst"), None)
@@ -113,14 +147,23 @@ def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) ->
                 print(summary(tid, burst.t_start, t, victim, tn, nb, caps["neighbour"], ref,
                               math.nan if reaction.get(tid) is None else reaction[tid]))
                 continue
+            if a.views:
+                if "victim" in names:
+                    views(tid, (burst.t_start, burst.t_end), s.series(names["victim"], "guard", "usage_bytes_s"),
+                          (t, victim), tally)
+                continue
             est, lat = s.series("", "guard", "capacity_bytes_s"), s.series("", "guard", "device_lat_ms")
             if a.drops:
                 drops(tid, burst.t_start, est, s.series("victim", "load", "bytes_s"), tally)
                 continue
-            print(f"{tid}  (s from the burst's start; MB/s; caps and estimate in cost MB/s; device ms per I/O)")
+            seen = {k: s.series(names[k], "guard", "usage_bytes_s") if k in names else (np.array([]), np.array([]))
+                    for k in ("victim", "neighbour")}
+            print(f"{tid}  (s from the burst's start; MB/s; caps, the guard's view and estimate in cost MB/s; device "
+                  "ms per I/O)")
             for x in t[(t >= burst.t_start - a.before) & (t <= burst.t_start + a.seconds)]:
                 print(f"{x - burst.t_start:5.1f}  victim {mb(at(t, victim, x))}  neighbour {mb(at(tn, nb, x))}  "
                       f"caps {mb(at(*caps['victim'], x))} {mb(at(*caps['neighbour'], x))}  "
+                      f"seen {mb(at(*seen['victim'], x))} {mb(at(*seen['neighbour'], x))}  "
                       f"estimate {mb(at(*est, x))}  latency {at(*lat, x):5.2f}")
 
 

@@ -98,6 +98,25 @@ def test_charges_the_disk_has_not_written_yet_are_not_escapes():
     assert two.delivered == {"a": pytest.approx(15e6), "b": pytest.approx(5e6)} and two.unattributed == 0
 
 
+def test_a_throttled_queue_is_paid_at_its_cap_and_a_writer_beside_it_in_full():
+    """Pure: a burst's onset charged 53 MB in a 0.1 s period under a cap of 210 MB/s (21 MB a period), a direct
+    writer beside it 16.8 MB under its own cap of 207; the disk wrote 38.7 MB. Paid in proportion to the carries,
+    the writer was delivered 9.5 MB (95 of its 168 MB/s) and read as pre-empted, while its cgroup showed 168
+    throughout (guard-caps told 0.5 x, 2026-12-03). The throttle lets the burst through at its cap: the writer gets
+    all it was charged, the burst the rest, and keeps its carry; a disk that wrote less than both bounds pays them in
+    proportion; through `escaping`, the same with the caps in force."""
+    from contend.guard.collector import Usage, escaping, settle
+    st = settle({}, {"neighbour": 53.4e6, "victim": 16.8e6}, 38.7e6, {}, {"neighbour": 21.07e6, "victim": 20.7e6})
+    assert st.delivered == {"neighbour": pytest.approx(21.9e6), "victim": pytest.approx(16.8e6)}
+    assert st.credit["neighbour"] == pytest.approx(31.5e6) and st.credit["victim"] == pytest.approx(0.0)
+    slow = settle({}, {"neighbour": 53.4e6, "victim": 16.8e6}, 18.9e6, {}, {"neighbour": 21.07e6, "victim": 20.7e6})
+    assert slow.delivered["victim"] == pytest.approx(18.9e6 * 16.8 / (16.8 + 21.07))  # the disk's limit: both short
+    u = {"neighbour": Usage(534e6, 0, 534e6, 130, seconds=0.1), "victim": Usage(168e6, 0, 168e6, 41, seconds=0.1)}
+    e = escaping(387e6, u, {}, 0.1, None, (), {"neighbour": 210.7e6, "victim": 207.4e6})
+    assert e.delivered["victim"] == pytest.approx(168e6) and e.targets == ()
+    assert escaping(387e6, u, {}, 0.1).delivered["victim"] < 0.6 * 168e6  # in proportion, as before
+
+
 def test_an_fsync_under_the_cap_is_no_escape_in_the_escape_check():
     """Pure, the same through `escaping`: periods of 0.1 s, an fsync's writeback charged in the first, written in
     the next ones at a cap of 84 MB/s while the target holds it in writeback pages: no escape is said, and the

@@ -377,7 +377,8 @@ class Guard:
         metrics every period, in the log when the escaping targets change."""
         esc = escaping(self.collector.written.get(dev, math.nan), {n: u[dev] for n, u in seen.items()},
                        {n: self.collector.dirty_before(n) for n in seen}, self.collector.seconds.get(dev, 1.0),
-                       self.credit[dev], list(self.recent_unattributed[dev]))
+                       self.credit[dev], list(self.recent_unattributed[dev]),
+                       {n: self.caps.get((n, dev)) for n in seen})
         self.credit[dev] = esc.credit
         if math.isfinite(esc.unattributed_bytes_s):
             dt = self.collector.seconds[dev]
