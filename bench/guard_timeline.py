@@ -10,16 +10,22 @@ run instead: when the burst really began (the neighbour's first bucket above twi
 generator takes a moment after the phase starts), the first cap on it in force in the burst (told a number: from
 the start), when the victim was last below 0.95 of its reference in the burst's first 3 s, and first (per 100 ms bucket,
 unsmoothed), and the run's reaction_s as the study stored it (from the onset the metric sees, on half seconds;
-from the phase's start, 5 capped buckets smoothed, in a store reported before 2026-12-02).
+from the phase's start, 5 capped buckets smoothed, in a store reported before 2026-12-02); then what came before
+the victim's first dip (its lowest rate over its reference and the device's latency over its floor, from the burst's
+onset), and the reaction as the study reads it but timed from that dip. Last, per policy, how many runs reacted
+slower than 1 s, in how many of them the dip came 0.6 s or more after the onset with nothing before it to act on
+(the victim at 0.95 or more, the latency under the 4 x its floor that contend reads as saturated), and in how many
+the victim was back within 1 s of its dip: what a guard that caps only what hurts can be asked.
 With --drops, every decrease of contend's estimate instead, with the victim's lowest rate as its own load
 generator logged it from 0.5 s before to 0.3 s after (× its median over the run; fio's log and the host's clock
 agree to a few hundred ms, hence the width): a decrease with the victim at 0.95 of it or more throughout was
 taken for a pre-emption the victim did not feel. With --views, per run the guard's periods in the burst that read the
 victim below 0.9 × its median while its cgroup's counters had it at 0.95 × theirs or more (the guard's share of the
-disk's writes against the charges). Nothing is run: the store is only read.
+disk's writes against the charges). With --steps, per run the largest rise of the neighbour's cap a period
+before the limit showed, and per policy how many runs leapt past the ramp. Nothing is run: the store is only read.
 
     .venv/bin/python bench/guard_timeline.py DIR [DIR ...] [--run TRIAL_ID ...] [--seconds 3] [--before 0.5]
-        [--summary|--drops|--views]
+        [--summary|--drops|--views|--steps]
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from contend.kinds import open_store
+from contend.kinds.guard import metrics
 from contend.kinds.guard.report import io_series, load_run
 
 
@@ -43,9 +50,13 @@ def mb(x: float) -> str:
     return f"{x / 1e6:7.0f}" if math.isfinite(x) else "      -"
 
 
-def summary(tid: str, t0: float, t: np.ndarray, victim: np.ndarray, tn: np.ndarray, nb: np.ndarray,
-            cap: tuple[np.ndarray, np.ndarray], reference: float, reaction: float) -> str:
-    """One run's onset in seconds from the burst phase's start (nan: not seen)."""
+def summary(tid: str, t0: float, t1: float, t: np.ndarray, victim: np.ndarray, tn: np.ndarray, nb: np.ndarray,
+            cap: tuple[np.ndarray, np.ndarray], lat: tuple[np.ndarray, np.ndarray], reference: float,
+            reaction: float, tally: dict[str, list[int]]) -> str:
+    """One run's onset in seconds from the burst phase's start (nan: not seen); what preceded the victim's first dip
+    (its lowest ratio and the device latency over its floor, from the burst's onset to the bucket before); and the
+    reaction read from that dip instead of the onset. Tallied by policy: [runs, runs the study counts slower than 1 s,
+    of them: the dip coming >= 0.6 s after the onset with no signal before it, reacting within 1 s of the dip]."""
     level = float(np.median(nb[(tn >= t0 - 2) & (tn < t0)])) if ((tn >= t0 - 2) & (tn < t0)).any() else math.nan
     up = tn[(tn >= t0) & (nb > 2 * level)]
     onset = float(up[0] - t0) if len(up) else math.nan
@@ -54,8 +65,27 @@ def summary(tid: str, t0: float, t: np.ndarray, victim: np.ndarray, tn: np.ndarr
     first_cap = float(capped[0] - t0) if len(capped) else math.nan
     low = t[(t >= t0) & (t < t0 + 3) & (victim < 0.95 * reference)]
     first_low, last_low = (float(low[0] - t0), float(low[-1] - t0)) if len(low) else (math.nan, math.nan)
-    return (f"{tid}: burst began {onset:+.2f} s, first cap {first_cap:+.2f} s, the victim's 100 ms buckets below 0.95 "
+    line = (f"{tid}: burst began {onset:+.2f} s, first cap {first_cap:+.2f} s, the victim's 100 ms buckets below 0.95 "
             f"from {first_low:+.2f} to {last_low:+.2f} s, reaction_s {reaction:.2f}")
+    k = tally.setdefault("none" if ".none." in tid else tid.split(".", 1)[1].rsplit(".", 1)[0], [0, 0, 0, 0])
+    k[0] += 1  # keyed by policy: workload.policy.rN
+    if not (math.isfinite(first_low) and math.isfinite(onset)):
+        k[1] += not reaction <= 1.0
+        return line
+    before = (t >= t0 + onset) & (t < t0 + first_low)
+    lowest = float(np.min(victim[before])) / reference if before.any() else math.nan
+    tl, lv = lat
+    floor = float(np.min(lv[(tl >= t0 - 3) & (tl < t0 + first_low)])) if len(lv) else math.nan
+    lb = lv[(tl >= t0 + onset) & (tl < t0 + first_low - 0.05)]
+    rise = float(np.max(lb)) / floor if len(lb) and floor > 0 else math.nan
+    # the study's reaction (metrics.protection_metrics: the burst's buckets), its clock started at the dip instead
+    w = (t >= t0) & (t < t1)
+    from_dip = metrics.reaction(t[w], victim[w] / reference, t0 + first_low)
+    if not reaction <= 1.0:
+        quiet = first_low - onset >= 0.6 and lowest >= 0.95 and rise < 4.0
+        k[1], k[2], k[3] = k[1] + 1, k[2] + quiet, k[3] + (from_dip <= 1.0)
+    return (f"{line}; before the dip the victim >= {lowest:.2f} and the latency <= {rise:.1f} x its floor; "
+            f"reaction from the dip {from_dip:.2f} s")
 
 
 def drops(tid: str, t0: float, est: tuple[np.ndarray, np.ndarray], felt: tuple[np.ndarray, np.ndarray],
@@ -74,6 +104,23 @@ def drops(tid: str, t0: float, est: tuple[np.ndarray, np.ndarray], felt: tuple[n
               f"{rate:5.2f} × its median")
     k = tally.setdefault(tid.split(".")[0], [0, 0])
     k[0], k[1] = k[0] + n, k[1] + unfelt
+
+
+def steps(tid: str, t0: float, cap: tuple[np.ndarray, np.ndarray], est: tuple[np.ndarray, np.ndarray],
+          figures: dict[str, float], tally: dict[str, list[int]]) -> None:
+    """One line per run: the largest rise of the neighbour's cap from one period to the next in the burst's first
+    1.5 s, before the estimate first fell (a limit shown: from then on shares come at once). Above × 1.6 (`ramp` is
+    at most 0.5) it leapt. Counts [runs, leaps] into tally by policy."""
+    (ct, cv), (te, e) = cap, est
+    fell = te[1:][(e[1:] < 0.99 * e[:-1]) & (te[1:] >= t0)] if len(e) > 1 else np.array([])
+    end = min(t0 + 1.5, float(fell[0]) if len(fell) else math.inf)
+    c = cv[(ct >= t0 - 0.2) & (ct < end) & np.isfinite(cv)]
+    step = float(np.max(c[1:] / c[:-1])) if len(c) > 1 else math.nan
+    isol, wc = figures.get("isol_mean", math.nan), figures.get("work_conservation", math.nan)
+    print(f"{tid}: the neighbour's cap rose at most × {step:.2f} a period before the limit showed; isol {isol:.2f}, "
+          f"work conservation {wc:.2f}")
+    k = tally.setdefault(tid.split(".", 1)[1].rsplit(".", 1)[0], [0, 0])
+    k[0], k[1] = k[0] + 1, k[1] + (step > 1.6)
 
 
 def views(tid: str, window: tuple[float, float], guard: tuple[np.ndarray, np.ndarray],
@@ -108,12 +155,24 @@ def main() -> None:
     ap.add_argument("--drops", action="store_true", help="every decrease of the estimate, felt by the victim or not")
     ap.add_argument("--none", action="store_true", help="the runs under no policy too (their victims' dips are the "
                     "disk's own: where a guard's reaction cannot begin before)")
+    ap.add_argument("--steps", action="store_true", help="per run, the largest rise of the neighbour's cap a period "
+                    "before the limit showed (a leap: above the ramp)")
     ap.add_argument("--views", action="store_true", help="per run, the periods in which only the guard's view of the "
                     "victim dipped (its share of the disk's writes against its cgroup's counters)")
     a = ap.parse_args()
     tally: dict[str, list[int]] = {}
     for d in a.directory:
         show(d, a, tally)
+    if a.summary:
+        for policy, (runs, n, quiet, quick) in sorted(tally.items()):
+            print(f"{policy}: {n} of {runs} runs slower than 1 s; in {quiet} the victim's first dip came >= 0.6 s "
+                  "after the onset with nothing before it (victim >= 0.95, latency < 4 x its floor); "
+                  f"{quick} back within 1 s of it")
+        return
+    if a.steps:
+        for policy, (n, leapt) in sorted(tally.items()):
+            print(f"{policy}: {leapt} of {n} runs leapt (the neighbour's cap × 1.6 or more in a period)")
+        return
     if a.views:
         for policy, (n, phantom) in sorted(tally.items()):
             print(f"{policy}: {phantom} of {n} periods dipped in the guard's view only ({phantom / max(n, 1):.1%})")
@@ -125,8 +184,11 @@ def main() -> None:
 
 def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) -> None:
     with open_store(directory, read_only=True) as st:
-        reaction = {r["trial_id"]: r["value"] for r in st.trial_metric_rows()
-                    if r["view"] == "host" and r["metric"] == "reaction_s"}
+        host: dict[str, dict[str, float]] = {}
+        for r in st.trial_metric_rows():
+            if r["view"] == "host":
+                host.setdefault(r["trial_id"], {})[r["metric"]] = r["value"]
+        reaction = {k: v["reaction_s"] for k, v in host.items() if "reaction_s" in v}
         for trial in st.trials():
             tid = trial["trial_id"]
             if trial["status"] != "ok" or (a.run and tid not in a.run) or (
@@ -144,8 +206,9 @@ def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) ->
             if a.summary:
                 # what it asks, or what it did before the burst if less (as victim_reference reads its references)
                 ref = min(load_run(st, trial).victim_rate, float(np.median(victim[t < burst.t_start])))
-                print(summary(tid, burst.t_start, t, victim, tn, nb, caps["neighbour"], ref,
-                              math.nan if reaction.get(tid) is None else reaction[tid]))
+                print(summary(tid, burst.t_start, burst.t_end, t, victim, tn, nb, caps["neighbour"],
+                              s.series("", "guard", "device_lat_ms"), ref,
+                              math.nan if reaction.get(tid) is None else reaction[tid], tally))
                 continue
             if a.views:
                 if "victim" in names:
@@ -153,6 +216,9 @@ def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) ->
                           (t, victim), tally)
                 continue
             est, lat = s.series("", "guard", "capacity_bytes_s"), s.series("", "guard", "device_lat_ms")
+            if a.steps:
+                steps(tid, burst.t_start, caps["neighbour"], est, host.get(tid, {}), tally)
+                continue
             if a.drops:
                 drops(tid, burst.t_start, est, s.series("victim", "load", "bytes_s"), tally)
                 continue

@@ -812,6 +812,23 @@ def test_before_the_disk_shows_its_limit_a_taker_climbs_to_a_number_told_step_by
     assert learnt.caps["neighbour"] > 2 * 283.0  # once learnt (told nothing: always) the share comes at once
 
 
+def test_before_the_disk_shows_its_limit_one_at_its_cap_climbs_step_by_step_too():
+    """guard-told-mixed's workload2 told 2 × (docs/results.md 2026-12-03): both tenants lived at 168 MB/s, the
+    neighbour's cap at its claim, 203; the burst's first period read 200 under it, wanting more but not above (1 + P)
+    × its lifeline (202): the test of a taker cannot pass under a cap at the claim. It was handed the rest of the
+    1673 told at once (1465), and the victim fell to 86 MB/s. At its cap it takes: the cap rises `ramp` a period."""
+    victim = np.array([168.0] * 30 + [167.0, 168.0])
+    neighbour = np.array([168.0] * 30 + [168.0, 200.0])
+    p = ContendPolicy()
+    d = p.decide(PolicyInput([TargetView("victim", victim, cap=208.0), TargetView("neighbour", neighbour, cap=203.0)],
+                             1673.0, 2.0))
+    assert not d.state["learnt"] and d.caps["neighbour"] == pytest.approx((1 + p.ramp) * 203.0)
+    assert d.caps["victim"] == pytest.approx(1.2 * 168.0, rel=0.01)  # below its cap: its claim, as ever
+    steady = p.decide(PolicyInput([TargetView("victim", victim, cap=208.0),
+                                   TargetView("neighbour", np.array([168.0] * 32), cap=203.0)], 1673.0, 2.0))
+    assert steady.caps["neighbour"] == pytest.approx(1.2 * 168.0, rel=0.01)  # at its lifeline: its claim
+
+
 def test_a_writer_of_large_ios_under_a_low_cap_climbs_to_the_number_told():
     """The v2 guest's dd (tests/test_cgroup2.py, CI 2026-12-02): 1 MiB direct writes, one at a time, told 20 MB/s.
     Under a cap of a few MB/s one write completes every other period (100 ms), so the writer fills its cap in one
