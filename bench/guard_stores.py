@@ -6,8 +6,10 @@ number (ab-Old1, ab-Old2, ...) are one arm; runs under `none` are references and
 workload and policy (the runs' figures in the order of the directories), then one per policy over every workload:
 the mean and lowest isolation and p05, how many runs reacted within 1 s, and the mean work conservation. Last, every
 run whose host view missed the victim's writes (its cgroup's disk counters off: left out of the means).
+With --views instead, per arm how often the two views of the victim (host: its cgroup's counters; guest: its own fio
+log) disagree on a run's isolation (by more than 0.02), runs under `none` too, and the runs that disagree most.
 
-    .venv/bin/python bench/guard_stores.py /var/tmp/g62/ab-Old* /var/tmp/g62/ab-New*
+    .venv/bin/python bench/guard_stores.py /var/tmp/g62/ab-Old* /var/tmp/g62/ab-New* [--views]
 """
 from __future__ import annotations
 
@@ -51,6 +53,29 @@ def runs(directory: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+def views(arms: dict[str, list[Path]], apart: float = 0.02) -> None:
+    """Per arm: the runs whose host and guest isol_mean differ by more than `apart`, and the five furthest apart."""
+    for arm, dirs in arms.items():
+        pairs = []
+        for d in dirs:
+            with Store(d, read_only=True) as store:
+                rows = store.con.execute("SELECT trial_id, view, metric, value FROM trial_metrics WHERE view IN "
+                                         "('host', 'guest') AND metric IN ('isol_mean', 'isol_p05')").fetchall()
+            got: dict[str, dict[str, float]] = defaultdict(dict)
+            for tid, view, metric, value in rows:
+                got[tid][f"{view}.{metric}"] = value
+            pairs += [(f"{d.name} {tid}", v) for tid, v in sorted(got.items())
+                      if math.isfinite(v.get("host.isol_mean", math.nan) - v.get("guest.isol_mean", math.nan))]
+        far = sorted(pairs, key=lambda p: -abs(p[1]["host.isol_mean"] - p[1]["guest.isol_mean"]))
+        gaps = [abs(v["host.isol_mean"] - v["guest.isol_mean"]) for _, v in pairs]
+        print(f"## {arm}: {sum(g > apart for g in gaps)} of {len(gaps)} runs apart by more than {apart} "
+              f"(mean gap {sum(gaps) / max(len(gaps), 1):.4f})\n")
+        for name, v in far[:5]:
+            print(f"- {name}: host {v['host.isol_mean']:.3f} / {v.get('host.isol_p05', math.nan):.3f}, "
+                  f"guest {v['guest.isol_mean']:.3f} / {v.get('guest.isol_p05', math.nan):.3f}")
+        print()
+
+
 def _listed(xs: list[float]) -> str:
     return ", ".join("n/a" if math.isnan(x) else f"{x:.2f}" for x in xs)
 
@@ -58,6 +83,7 @@ def _listed(xs: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    ap.add_argument("--views", action="store_true", help="the host and guest views of each run side by side")
     a = ap.parse_args()
     arms: dict[str, list[Path]] = defaultdict(list)
     for d in a.dirs:
@@ -66,6 +92,8 @@ def main() -> None:
         except (duckdb.Error, OSError, ValueError) as e:
             sys.exit(f"{d}: cannot open the store: {str(e).splitlines()[0]}")
         arms[re.sub(r"\d+$", "", d.name)].append(d)
+    if a.views:
+        return views(arms)
     for arm, dirs in arms.items():
         cells: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
         for d in dirs:

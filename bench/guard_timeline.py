@@ -1,26 +1,27 @@
 """A guard run's burst onset period by period: what each tenant wrote, its cap, the estimate and the device latency.
 
 Reads a guard study's results directory and prints, for each run named (or every run under a capping policy),
-one line per 100 ms bucket from `--before` seconds (half a second) before the burst to `--seconds` after its start:
-the victim's and the neighbour's MB/s (host view, cgroup counters), the cap in force on each, what the guard saw
-each use (`seen`: its share of the disk's writes, `guard/collector.settle`) and the policy's capacity estimate
-(MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O.
-What docs/results.md reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one line per
-run instead: when the burst really began (the neighbour's first bucket above twice its level before the burst; its load
-generator takes a moment after the phase starts), the first cap on it in force in the burst (told a number: from
-the start), when the victim was last below 0.95 of its reference in the burst's first 3 s, and first (per 100 ms bucket,
-unsmoothed), and the run's reaction_s as the study stored it (from the onset the metric sees, on half seconds;
-from the phase's start, 5 capped buckets smoothed, in a store reported before 2026-12-02); then what came before
-the victim's first dip (its lowest rate over its reference and the device's latency over its floor, from the burst's
-onset), and the reaction as the study reads it but timed from that dip. Last, per policy, how many runs reacted
-slower than 1 s, in how many of them the dip came 0.6 s or more after the onset with nothing before it to act on
-(the victim at 0.95 or more, the latency under the 4 x its floor that contend reads as saturated), and in how many
-the victim was back within 1 s of its dip: what a guard that caps only what hurts can be asked.
-With --drops, every decrease of contend's estimate instead, with the victim's lowest rate as its own load
-generator logged it from 0.5 s before to 0.3 s after (× its median over the run; fio's log and the host's clock
-agree to a few hundred ms, hence the width): a decrease with the victim at 0.95 of it or more throughout was
-taken for a pre-emption the victim did not feel. With --views, per run the guard's periods in the burst that read the
-victim below 0.9 × its median while its cgroup's counters had it at 0.95 × theirs or more (the guard's share of the
+one line per 100 ms bucket from `--before` seconds (half a second) before the burst to `--seconds` after its start: the
+victim's and the neighbour's MB/s (host view, cgroup counters; the victim's own fio log beside, `fio`), the cap in force
+on each, what the guard saw each use (`seen`: its share of the disk's writes, `guard/collector.settle`) and the policy's
+capacity estimate (MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O.
+What docs/results.md reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one line per run
+instead: when the burst really began (the neighbour's first bucket above twice its level before the burst: in a store
+from before 2026-12-03 0.3-0.45 s after the phase's start, fio's own start-up, since then at its start), the first cap
+on it in force in the burst (told a number: from the start), when the victim was last below 0.95 of its reference in the
+burst's first 3 s, and first (per 100 ms bucket, unsmoothed), and the run's reaction_s as the study stored it (from the
+onset the metric sees, on half seconds; from the phase's start, 5 capped buckets smoothed, in a store reported before
+2026-12-02); then what came before the victim's first dip (its lowest rate over its reference and the device's latency
+over its floor, from the burst's onset), and the reaction as the study reads it but timed from that dip. Last, per
+policy, how many runs reacted slower than 1 s, in how many of them the dip came 0.6 s or more after the onset with
+nothing before it to act on (the victim at 0.95 or more, the latency under the 4 x its floor that contend reads as
+saturated), and in how many the victim was back within 1 s of its dip: what a guard that caps only what hurts can be
+asked.
+With --drops, every decrease of contend's estimate instead, with the victim's lowest rate as its own load generator
+logged it from 0.5 s before to 0.3 s after (× its median over the run; in a store from before 2026-12-03 fio's log ran
+0.3-0.45 s early against the host's clock, hence the width): a decrease with the victim at 0.95 of it or more throughout
+was taken for a pre-emption the victim did not feel. With --views, per run the guard's periods in the burst that read
+the victim below 0.9 × its median while its cgroup's counters had it at 0.95 × theirs or more (the guard's share of the
 disk's writes against the charges). With --steps, per run the largest rise of the neighbour's cap a period
 before the limit showed, and per policy how many runs leapt past the ramp. Nothing is run: the store is only read.
 
@@ -224,10 +225,12 @@ def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) ->
                 continue
             seen = {k: s.series(names[k], "guard", "usage_bytes_s") if k in names else (np.array([]), np.array([]))
                     for k in ("victim", "neighbour")}
-            print(f"{tid}  (s from the burst's start; MB/s; caps, the guard's view and estimate in cost MB/s; device "
-                  "ms per I/O)")
+            own = s.series("victim", "load", "bytes_s")
+            print(f"{tid}  (s from the burst's start; MB/s; fio: the victim's own log; caps, the guard's view and "
+                  "estimate in cost MB/s; device ms per I/O)")
             for x in t[(t >= burst.t_start - a.before) & (t <= burst.t_start + a.seconds)]:
-                print(f"{x - burst.t_start:5.1f}  victim {mb(at(t, victim, x))}  neighbour {mb(at(tn, nb, x))}  "
+                print(f"{x - burst.t_start:5.1f}  victim {mb(at(t, victim, x))}  fio {mb(at(*own, x))}  "
+                      f"neighbour {mb(at(tn, nb, x))}  "
                       f"caps {mb(at(*caps['victim'], x))} {mb(at(*caps['neighbour'], x))}  "
                       f"seen {mb(at(*seen['victim'], x))} {mb(at(*seen['neighbour'], x))}  "
                       f"estimate {mb(at(*est, x))}  latency {at(*lat, x):5.2f}")

@@ -671,6 +671,61 @@ def test_the_victims_own_view_comes_from_every_io():
     assert lat[0] == pytest.approx(2.0) and np.isnan(lat[1]) and lat[3] == pytest.approx(10.0)
 
 
+def test_the_victims_own_view_is_counted_on_the_host_views_buckets():
+    """Pure: fio's I/Os binned on the host sampler's intervals (each sample stamped at its middle), from the one holding
+    the first I/O to the one holding the last; an I/O beyond them is in no bucket. A catch-up on a second's edge then
+    falls on the same side of it in both views (on buckets of its own the guest view had it inside, 1.00, where the
+    host had it outside, 0.90)."""
+    from contend.kinds.guard.trial import io_on
+    stamps = np.array([0.05, 0.15, 0.25, 0.35])
+    ios = np.array([[0.12, 3.0, 100], [0.13, 5.0, 100], [0.21, 1.0, 50], [0.41, 1.0, 100]])  # s, ms, bytes
+    t, done, lat = io_on(ios, stamps)
+    assert t == pytest.approx([0.15, 0.25]) and done == pytest.approx([2000, 500]) and lat == pytest.approx([4, 1])
+    t, done, _ = io_on(ios[:1], np.array([0.05, 0.16, 0.25]))  # uneven intervals: edges halfway between stamps
+    assert t == pytest.approx([0.16]) and done[0] == pytest.approx(100 / (0.205 - 0.105))
+    t, _, _ = io_on(ios, np.array([0.05]))  # no host view to share: buckets of its own
+    assert t == pytest.approx([0.1, 0.2, 0.3, 0.4])
+
+
+@needs_root
+def test_the_victims_own_view_and_the_burst_are_on_the_trials_clock(tmp_path):
+    """Real fio, the study's own argv (its /data moved here): fio's jobs start 0.3-0.45 s after the exec, and a log on
+    fio's own clock put the victim's stall 0.44 s early beside the host's counters (issue 55). With WALL_CLOCK the
+    victim's first I/O and the burst's start land where they happened on the trial's clock: after the exec (the
+    burst more than its startdelay after it), before the end."""
+    require("fio")
+    from contend.kinds.guard.spec import Workload
+    from contend.kinds.guard.trial import (
+        BURST_LOG,
+        VICTIM_LOG,
+        burst_began,
+        io_buckets,
+        neighbour_argv,
+        read_io_log,
+        victim_argv,
+    )
+    w = Workload(name="w", burst_at_s=0.5, burst_volume_s=0.2, after="stop", max_s=2)
+    here = [a.replace("/data/", f"{tmp_path}/") for a in neighbour_argv(w, 50e6)]
+    mine = [a.replace("/data/", f"{tmp_path}/") for a in victim_argv(w, 50e6)]
+    clock0 = time.monotonic()
+    wall0 = time.time() - (time.monotonic() - clock0)  # trial.wall_zero at the trial's t = 0
+    launched = time.monotonic() - clock0
+    nb = subprocess.Popen(here, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    vi = subprocess.run(mine, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert nb.wait(timeout=60) == 0, nb.stderr.read() if nb.stderr else ""
+    assert vi.returncode == 0, vi.stderr
+    ended = time.monotonic() - clock0
+    ios = read_io_log(tmp_path / VICTIM_LOG)
+    assert len(ios) > 10
+    ios[:, 0] -= wall0
+    assert launched < ios[0, 0] - ios[0, 1] / 1000 and ios[-1, 0] < ended  # issued after the exec, done by the end
+    t, done, _ = io_buckets(ios)
+    assert t[0] == pytest.approx(np.floor(ios[0, 0] / 0.1) * 0.1) and done[0] > 0  # no zeros before its first I/O
+    began = burst_began(tmp_path / BURST_LOG, wall0)
+    assert launched + w.burst_at_s < began < ended - 0.05, (launched, began, ended)
+    assert math.isnan(burst_began(tmp_path / "none.log", wall0))
+
+
 @pytest.mark.parametrize("patch, message", [
     ("policies: [none, magic]", "policies[1]: must be one of"),
     ("policies: [none, none]", "policies[1]: policy 'none' given twice"),
