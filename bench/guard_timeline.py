@@ -22,8 +22,9 @@ logged it from 0.5 s before to 0.3 s after (× its median over the run; in a sto
 0.3-0.45 s early against the host's clock, hence the width): a decrease with the victim at 0.95 of it or more throughout
 was taken for a pre-emption the victim did not feel. With --views, per run the guard's periods in the burst that read
 the victim below 0.9 × its median while its cgroup's counters had it at 0.95 × theirs or more (the guard's share of the
-disk's writes against the charges). With --steps, per run the largest rise of the neighbour's cap a period
-before the limit showed, and per policy how many runs leapt past the ramp. Nothing is run: the store is only read.
+disk's writes against the charges), and the periods the other way round (a dip of the counters the guard did not
+see). With --steps, per run the largest rise of the neighbour's cap a period before the limit showed, and per policy
+how many runs leapt past the ramp. Nothing is run: the store is only read.
 
     .venv/bin/python bench/guard_timeline.py DIR [DIR ...] [--run TRIAL_ID ...] [--seconds 3] [--before 0.5]
         [--summary|--drops|--views|--steps]
@@ -128,22 +129,25 @@ def views(tid: str, window: tuple[float, float], guard: tuple[np.ndarray, np.nda
           host: tuple[np.ndarray, np.ndarray], tally: dict[str, list[int]]) -> None:
     """One line per run: of the guard's periods in the burst, how many read the victim below 0.9 × its median (what
     the policy takes for a pre-emption, two running) while its cgroup's counters, in the host sampler's nearest
-    bucket, had it at 0.95 × their median or more: a dip only the guard's view saw. Counts into tally by policy."""
+    bucket, had it at 0.95 × their median or more: a dip only the guard's view saw; and how many the other way round
+    (the counters below 0.9 × their median, the guard's view at 0.95 × its own or more): a dip the guard did not see.
+    Counts into tally by policy."""
     (tg, g), (th, h) = guard, host
     if not len(g) or not len(h):
         return
     mg, mh = float(np.median(g)), float(np.median(h))
-    n = phantom = 0
+    n = phantom = missed = 0
     for x, v in zip(tg, g):
         near = np.nonzero(np.abs(th - x) < 0.06)[0]
         if not (window[0] <= x < window[1]) or not len(near) or mg <= 0 or mh <= 0:
             continue
         n += 1
         phantom += int(v < 0.9 * mg and h[near[0]] >= 0.95 * mh)
-    print(f"{tid}: {phantom} of {n} periods in the burst read the victim below 0.9 × its median in the guard's view "
-          "only")
-    k = tally.setdefault(tid.split(".", 1)[1].rsplit(".", 1)[0], [0, 0])  # workload.policy.rN: the policy
-    k[0], k[1] = k[0] + n, k[1] + phantom
+        missed += int(h[near[0]] < 0.9 * mh and v >= 0.95 * mg)
+    print(f"{tid}: of {n} periods in the burst, {phantom} read the victim below 0.9 × its median in the guard's view "
+          f"only, {missed} in its cgroup's counters only")
+    k = tally.setdefault(tid.split(".", 1)[1].rsplit(".", 1)[0], [0, 0, 0])  # workload.policy.rN: the policy
+    k[0], k[1], k[2] = k[0] + n, k[1] + phantom, k[2] + missed
 
 
 def main() -> None:
@@ -175,8 +179,9 @@ def main() -> None:
             print(f"{policy}: {leapt} of {n} runs leapt (the neighbour's cap × 1.6 or more in a period)")
         return
     if a.views:
-        for policy, (n, phantom) in sorted(tally.items()):
-            print(f"{policy}: {phantom} of {n} periods dipped in the guard's view only ({phantom / max(n, 1):.1%})")
+        for policy, (n, phantom, missed) in sorted(tally.items()):
+            print(f"{policy}: of {n} periods, {phantom} dipped in the guard's view only ({phantom / max(n, 1):.1%}), "
+                  f"{missed} in the cgroup's counters only ({missed / max(n, 1):.1%})")
         return
     for wl, (n, unfelt) in sorted(tally.items()):
         print(f"{wl}: {n} decreases of the estimate, {unfelt} with the victim's load at >= 0.95 × its median "
@@ -226,8 +231,8 @@ def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) ->
             seen = {k: s.series(names[k], "guard", "usage_bytes_s") if k in names else (np.array([]), np.array([]))
                     for k in ("victim", "neighbour")}
             own = s.series("victim", "load", "bytes_s")
-            print(f"{tid}  (s from the burst's start; MB/s; fio: the victim's own log; caps, the guard's view and "
-                  "estimate in cost MB/s; device ms per I/O)")
+            print(f"{tid}  (s from the burst's start; MB/s; fio: the victim's own log; seen: the guard's view, in "
+                  "bytes; caps and estimate in cost MB/s, bytes + IOs × io_bytes; device ms per I/O)")
             for x in t[(t >= burst.t_start - a.before) & (t <= burst.t_start + a.seconds)]:
                 print(f"{x - burst.t_start:5.1f}  victim {mb(at(t, victim, x))}  fio {mb(at(*own, x))}  "
                       f"neighbour {mb(at(tn, nb, x))}  "

@@ -39,15 +39,17 @@ CREDIT_SLACK = 64 << 20
 @dataclass(frozen=True)
 class Settled:
     """One disk in one period, in bytes: what it wrote that no target was charged for, each target's writes it
-    wrote (`delivered`), and each target's charges carried on to later periods."""
+    wrote (`delivered`), each target's charges carried on to later periods, and the direct writers the throttle did
+    not hold (their carry is the disk's lag, not a queue behind a cap)."""
 
     unattributed: float
     delivered: dict[str, float]
     credit: dict[str, float]
+    direct: tuple[str, ...] = ()
 
 
 def settle(credit: dict[str, float], charged: dict[str, float], written: float, held: dict[str, float],
-           bounds: dict[str, float] | None = None) -> Settled:
+           bounds: dict[str, float] | None = None, direct_view: bool = False) -> Settled:
     """Charges matched against what the disk wrote, per target (pure; all in bytes).
 
     The kernel charges a cgroup's bio when it is submitted, not when the disk writes it. Under v1's throttle an
@@ -63,7 +65,14 @@ def settle(credit: dict[str, float], charged: dict[str, float], written: float, 
     95 of its 168 MB/s and read as pre-empted, while its cgroup's counters showed 168 throughout (guard-caps told
     0.5 x: the estimate fell below the number told at every burst; docs/results.md 2026-12-03). A target's carry is
     bounded by what it still holds (`held`: its dirty and writeback pages) plus CREDIT_SLACK, so a charge that never
-    reached this disk does not hide a later escape for long."""
+    reached this disk does not hide a later escape for long.
+    With `direct_view`, a target holding no pages charged within its bound (uncapped: any) is a direct writer the
+    throttle did not hold: its bios went to the disk as they were charged, and it is delivered what it was charged.
+    Its carry stays, for the unattributed bytes only (the disk writes a queue some milliseconds after it was charged).
+    Paid its share instead (the default), a victim writing at its rate beside a neighbour's deep queue carries a part
+    of that queue, and is paid it back whenever its own writes dip: the guard saw it at its rate in 9-16 % of the
+    periods of a burst in which its cgroup's counters had it below 0.9 of it (guard-caps told 1.5 and 2 x,
+    `bench/guard_timeline.py DIR --views`; docs/results.md 2026-12-03, fifth section)."""
     carry = {n: credit.get(n, 0.0) + max(0.0, c) for n, c in charged.items()}
     total, written = sum(carry.values()), max(0.0, written)
     first = {n: min(c, max(0.0, (bounds or {}).get(n, math.inf))) for n, c in carry.items()}
@@ -75,8 +84,11 @@ def settle(credit: dict[str, float], charged: dict[str, float], written: float, 
         delivered = {n: first[n] + min(more, rest) * (carry[n] - first[n]) / rest if rest > 0 else first[n]
                      for n in carry}
     covered = min(total, written)
-    return Settled(written - covered, delivered,
-                   {n: min(carry[n] - delivered[n], max(0.0, held.get(n, 0.0)) + CREDIT_SLACK) for n in carry})
+    direct = {n: max(0.0, c) for n, c in charged.items()
+              if direct_view and held.get(n, 0.0) <= 0 and c <= (bounds or {}).get(n, math.inf)}
+    return Settled(written - covered, {**delivered, **direct},
+                   {n: min(carry[n] - delivered[n], max(0.0, held.get(n, 0.0)) + CREDIT_SLACK) for n in carry},
+                   tuple(sorted(direct)))
 
 
 # a target's carried charges, while it is charged nothing, writes nothing and holds no dirty pages, are its queue
@@ -112,17 +124,19 @@ def queued_use(delivered: float, carry: float, cap: float | None, seconds: float
 class Escape:
     """One disk in one period: written bytes/s no guarded cgroup was charged for, the targets whose buffered
     writes are the likely cause (empty: nothing escaping, or no target to blame), each target's writes the disk
-    wrote (bytes/s, `settle`) and the charges carried on (bytes)."""
+    wrote (bytes/s, `settle`), the charges carried on (bytes) and the direct writers no throttle held (`settle`)."""
 
     unattributed_bytes_s: float
     targets: tuple[str, ...]
     delivered: dict[str, float] = field(default_factory=dict)
     credit: dict[str, float] = field(default_factory=dict)
+    direct: tuple[str, ...] = ()
 
 
 def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict[str, int],
              seconds: float = 1.0, credit: dict[str, float] | None = None,
-             earlier: list[tuple[float, float]] | tuple = (), caps: dict[str, float | None] | None = None) -> Escape:
+             earlier: list[tuple[float, float]] | tuple = (), caps: dict[str, float | None] | None = None,
+             direct_view: bool = False) -> Escape:
     """What escaped the guard on one disk in a period of `seconds` (pure). On cgroup v1 a container's buffered
     writes are written back by the kernel's flusher threads and charged to no container, so no throttle holds
     them: the disk then writes more than the guarded cgroups were charged for (now or, `settle`, in earlier
@@ -133,8 +147,8 @@ def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict
     writeback to the cgroup that dirtied the pages where the filesystem supports cgroup writeback; the same check
     applies there. `earlier`: the previous periods' (seconds, unattributed bytes), newest last; the escape must
     also hold over the last ESCAPE_WINDOW_S. `caps`: the cap in force on each target in the period (bytes/s; None:
-    uncapped), what the throttle lets through of its carry. With no reading of the disk (its first period) each
-    target's charges count as delivered."""
+    uncapped), what the throttle lets through of its carry; `direct_view`: as `settle`. With no reading of the disk
+    (its first period) each target's charges count as delivered."""
     held = {n: float(max(u.dirty, dirty_before.get(n, 0))) for n, u in usage.items()}
     if not math.isfinite(device_wbytes_s):
         return Escape(math.nan, (), {n: u.wbytes_s for n, u in usage.items()}, dict(credit or {}))
@@ -143,7 +157,7 @@ def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict
     # and carried on, that error only grows (a carry cannot go below 0): a writer that stopped kept a carry
     st = settle(credit or {}, {n: u.wbytes_s * (u.seconds if math.isfinite(u.seconds) else dt)
                                for n, u in usage.items()}, device_wbytes_s * dt, held,
-               {n: c * dt for n, c in (caps or {}).items() if c is not None and math.isfinite(c)})
+               {n: c * dt for n, c in (caps or {}).items() if c is not None and math.isfinite(c)}, direct_view)
     extra, delivered = st.unattributed / dt, {n: b / dt for n, b in st.delivered.items()}
     span, window = dt, st.unattributed
     for s, b in reversed(earlier):
@@ -151,8 +165,8 @@ def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict
             break
         span, window = span + s, window + (b if math.isfinite(b) else 0.0)
     if not (extra >= ESCAPE_BYTES_S and window >= ESCAPE_BYTES_S * max(span, ESCAPE_WINDOW_S)):
-        return Escape(extra, (), delivered, st.credit)
-    return Escape(extra, tuple(sorted(n for n in usage if held[n] >= ESCAPE_DIRTY)), delivered, st.credit)
+        return Escape(extra, (), delivered, st.credit, st.direct)
+    return Escape(extra, tuple(sorted(n for n in usage if held[n] >= ESCAPE_DIRTY)), delivered, st.credit, st.direct)
 
 
 def device_counters(device: str) -> tuple[int, int, int]:

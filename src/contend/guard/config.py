@@ -99,6 +99,11 @@ class GuardSettings(Strict):
     # disk's bandwidth / its 4 KiB IOPS does); usage, capacity and caps are in these bytes, and a cap bounds IOs/s
     # as well as bytes/s. None: from the disk's calibration (else DEFAULT_IO_BYTES); 0: bytes alone, as before
     io_bytes: float | None = Field(default=None, ge=0, le=1 << 30)
+    # a direct writer the throttle did not hold is seen as its cgroup charged it, not paid a share of what the disk
+    # wrote (collector.settle). Off by default: it shows the victim's dips the share hid (10 % of a burst's periods
+    # told 2 x -> 2.5 %), and as tuned the policy then gives the neighbour 0.35 of the spare where it took 0.59
+    # (docs/results.md 2026-12-03, fifth section)
+    direct_view: bool = False
 
 
 class Disk(Strict):

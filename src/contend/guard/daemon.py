@@ -367,8 +367,9 @@ class Guard:
             wb = u[dev].writeback if t - self.last_write.get((n, dev), -math.inf) <= WRITEBACK_S else 0
             used[n] = u[dev].rbytes_s + delivered
             cost = used[n] + u[dev].ios_s * self.io_bytes[dev]
-            queued = queued_use(delivered, esc.credit.get(n, 0.0), self.caps.get((n, dev)),
-                                dt if math.isfinite(dt) else 1.0, wb)
+            # a direct writer's carry is the disk's lag behind its charges, not writes queued behind its cap
+            carry = 0.0 if n in esc.direct else esc.credit.get(n, 0.0)
+            queued = queued_use(delivered, carry, self.caps.get((n, dev)), dt if math.isfinite(dt) else 1.0, wb)
             wants[n] = cost if queued == delivered else max(cost, u[dev].rbytes_s + queued)
         return used, wants
 
@@ -378,7 +379,7 @@ class Guard:
         esc = escaping(self.collector.written.get(dev, math.nan), {n: u[dev] for n, u in seen.items()},
                        {n: self.collector.dirty_before(n) for n in seen}, self.collector.seconds.get(dev, 1.0),
                        self.credit[dev], list(self.recent_unattributed[dev]),
-                       {n: self.caps.get((n, dev)) for n in seen})
+                       {n: self.caps.get((n, dev)) for n in seen}, self.cfg.direct_view)
         self.credit[dev] = esc.credit
         if math.isfinite(esc.unattributed_bytes_s):
             dt = self.collector.seconds[dev]

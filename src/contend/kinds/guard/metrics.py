@@ -25,8 +25,9 @@ how long the burst took. Here, for one run of a workload under one policy:
   references (`delivery_mb_s` shows both).
 - delivery_mb_s: what the disk delivered to both tenants during the burst, MB/s.
 - reaction_s: from the burst's onset as the host sees it (the first 100 ms bucket of the burst phase in which the
-  neighbour did more than 1.5 × its level before it, or the victim less than `level` of its reference: the
-  neighbour's load generator starts 0.33-0.45 s after the phase does) until the victim's throughput over the last
+  neighbour did more than 1.5 × its level before it, or the victim less than `level` of its reference; the phase
+  opens at the burst job's first I/O, so that is its first bucket or the next, where until 2026-12-03 it was 0.3-0.45
+  s later, fio's start-up) until the victim's throughput over the last
   half second (`smooth` buckets), over its reference, is at least `level`, and stays so for `hold_s` (or to the
   burst's end); 0 if it never dropped; nan if never. What the victim caught up on counts, as isol per second counts
   it; a stall after the recovery still resets it (before 2026-12-02: timed from the phase's start, on buckets
