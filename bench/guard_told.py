@@ -15,6 +15,7 @@ share of what the victim left (work conservation), and the estimate at the end, 
 protection study's to measure (presets/guard-caps.yaml); this shows what the policy's rules do, nothing else.
 
     .venv/bin/python bench/guard_told.py [--periods 600] [--rise 0.1] [--jitter 0.15] [--spread 2.5] [--queue]
+                                         [--patience 0]
 """
 from __future__ import annotations
 
@@ -34,13 +35,15 @@ LAG = {"stumbles": 1}  # periods before a target's first cap takes effect
 
 
 def row(told: float, disk: str, periods: int, rise: float = 0.0, jitter: float = 0.0, spread: float = 0.0,
-        queue: bool = False) -> tuple:
+        queue: bool = False, patience: int | None = None) -> tuple:
     asks = 0.2 * C * np.random.default_rng(0).uniform(1 - jitter, 1 + jitter, periods)
 
     def demand(k: int) -> dict[str, float]:
         return {"victim": float(asks[k]), "neighbour": 0.2 * C if k < 20 else 2 * C}
 
-    policy = ContendPolicy(rise=rise, **({"spread": spread} if spread else {}))  # without: runs a policy before it
+    # each field passed only when given: without, the bench runs a policy from before it
+    policy = ContendPolicy(rise=rise, **({"spread": spread} if spread else {}),
+                           **({"patience": patience} if patience is not None else {}))
     trace = simulate(policy, demand, periods, told * C, DISKS[disk], lag=LAG.get(disk, 0), queue=queue)
     after = trace[20:]
     isol = np.array([g["victim"] / asks[k] for k, (g, _, _) in enumerate(after, start=20)])
@@ -59,11 +62,13 @@ def main() -> None:
                     "delivers less than it is asked (guard/simulate.py)")
     ap.add_argument("--spread", type=float, default=0.0, help="contend's spread: a varying target's dip counts this "
                     "many of its own standard deviations deep (0: off)")
+    ap.add_argument("--patience", type=int, default=None, help="contend's periods of slow climb near the level that "
+                    "hurt after a decrease (default: the policy's, 0: for as long as it takes; 30 in docs/results.md)")
     a = ap.parse_args()
     print(f"{'disk':8} {'told':>8} {'isol mean':>10} {'isol p05':>9} {'work cons.':>11} {'estimate/C':>11}")
     for disk in DISKS:
         for told in (0.5, 1.0, 1.5, 2.0, math.inf):
-            m, p05, wc, est = row(told, disk, a.periods, a.rise, a.jitter, a.spread, a.queue)
+            m, p05, wc, est = row(told, disk, a.periods, a.rise, a.jitter, a.spread, a.queue, a.patience)
             name = "nothing" if told == math.inf else f"{told:g} C"
             print(f"{disk:8} {name:>8} {m:10.3f} {p05:9.3f} {wc:11.3f} {est:11.3f}")
 

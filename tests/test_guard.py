@@ -143,6 +143,30 @@ def test_with_the_direct_view_a_direct_writer_beside_a_deep_queue_is_seen_as_its
     assert both == {"neighbour": pytest.approx(534e6), "victim": pytest.approx(168e6)}
 
 
+def test_a_caps_bound_in_bytes_is_what_its_throttle_lets_through():
+    """Pure: a cap is in cost bytes/s, but the throttle it becomes (limiter.cap_limit) lets through at most the cap in
+    bytes/s and cap / (io_bytes + SMALLEST_IO) IOs/s. A writer of 128 KiB I/Os is held by the bytes, one of 4 KiB by
+    the IOs: on this VM's disk (io_bytes 8,325) a third of the cap in bytes. `settle`'s bounds were the cap × the
+    period for both, so a 4 KiB writer charged twice what its throttle let through counted as a direct writer the
+    throttle did not hold, and was delivered all of it. Through `escaping` (given the disk's io_bytes), the bound is
+    the throttle's; without io_bytes, the cap in bytes, as before."""
+    from contend.guard.collector import Usage, escaping
+    from contend.guard.config import SMALLEST_IO, bytes_through
+    from contend.guard.limiter import cap_limit
+    cap, per_io = 207e6, 8325.0
+    lim = cap_limit("254:0", cap, None, per_io)
+    assert bytes_through(cap, per_io, 128 << 10) == pytest.approx(lim.wbps)  # the bytes hold it
+    assert bytes_through(cap, per_io, 4096) == pytest.approx(lim.wiops * 4096)  # the IOs hold it
+    assert bytes_through(cap, per_io, 4096) == pytest.approx(cap * SMALLEST_IO / (per_io + SMALLEST_IO), rel=1e-4)
+    assert bytes_through(cap, 0.0, 4096) == pytest.approx(cap)  # no IOPS bound
+    # a 4 KiB writer charged 14 MB in 0.1 s (3,418 I/Os) under that cap: its throttle lets 6.8 MB through
+    u = {"neighbour": Usage(600e6, 0, 600e6, 600, seconds=0.1), "small": Usage(140e6, 0, 140e6, 34180, seconds=0.1)}
+    e = escaping(40e6, u, {}, 0.1, None, (), {"neighbour": 300e6, "small": cap}, direct_view=True, io_bytes=per_io)
+    assert "small" not in e.direct and e.delivered["small"] <= bytes_through(cap, per_io, 4096) + 1
+    loose = escaping(40e6, u, {}, 0.1, None, (), {"neighbour": 300e6, "small": cap}, direct_view=True)
+    assert "small" in loose.direct and loose.delivered["small"] == pytest.approx(140e6)  # the cap in bytes
+
+
 def test_an_fsync_under_the_cap_is_no_escape_in_the_escape_check():
     """Pure, the same through `escaping`: periods of 0.1 s, an fsync's writeback charged in the first, written in
     the next ones at a cap of 84 MB/s while the target holds it in writeback pages: no escape is said, and the
@@ -498,6 +522,7 @@ def test_alert_hook_runs_when_lifelines_exceed_capacity(cg, target_file, tmp_pat
     (["-t", "contend", "--p", "-1"], "p: must be >= 0"),
     (["-t", "contend", "--rise", "2"], "rise: must be <= 1"),
     (["-t", "contend", "--spread", "-1"], "spread: must be >= 0"),
+    (["-t", "contend", "--patience", "-1"], "patience: must be >= 0"),
     (["-t", "contend", "--capacity", "254:0=0"], "disks[0].capacity: must be a rate from 1M to 1T bytes/s"),
     (["-t", "contend", "--capacity", "254:0"], "expected MAJ:MIN=RATE"),
     (["-t", "contend", "--capacity", "254:0=fast"], "not a rate"),
@@ -877,6 +902,15 @@ def test_the_guard_is_told_the_calibration_times_the_studys_capacity():
     assert settings["direct_view"] is False  # the guard's view of a direct writer: off unless the study says so
     spec = GuardSpec.model_validate({**doc, "sweep": {}, "guard": {"direct_view": True}})
     assert guard_settings(spec, spec.variant("contend"), 1e9)[0]["direct_view"] is True
+    # contend's patience swept: one study runs both arms of an A/B side by side; the guard builds each policy with it
+    from contend.guard.config import GuardConfig
+    from contend.guard.policy import make
+    spec = GuardSpec.model_validate({**doc, "sweep": {"patience": [0, 30]}})
+    assert [v.label for v in spec.variants()] == ["none", "static", "contend@patience=0", "contend@patience=30"]
+    settings = guard_settings(spec, spec.variant("contend@patience=30"), 1e9)[0]
+    cfg = GuardConfig(policy="contend", targets=[{"target": "cgroup:x"}], **settings)
+    assert make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
+                cfg.patience).patience == 30
 
 
 def test_told_nothing_is_capacity_0_for_the_policies_that_learn_the_disk():

@@ -373,13 +373,56 @@ def test_contend_lowers_the_estimate_when_the_disk_delivers_less_than_the_caps_h
     on one that slowed: bench/guard_told.py --queue). A target wanting more that gets less than its cap, the caps
     handing out the estimate and the latency up for 3 periods in a row, shows the disk delivers less than the caps:
     the estimate goes to a little above what it delivered. Below the floor (half the most it ever delivered) too,
-    when the disk fades to 0.45 of it (a cloud volume out of burst credits): the floor follows it down."""
+    when the disk fades to 0.45 of it (a cloud volume out of burst credits): the floor follows it down. With the
+    slow climb ended after `patience` periods (the default since 2026-12-03) the estimate probes past the level that
+    hurt instead, and a probe that hurts sets the ceiling: the same end, without this rule (checked here with
+    `patience` 0, the slow climb for good and the default, and 30)."""
     real = DISKS[disk]
-    trace = simulate(ContendPolicy(), workload1(), 400, told * C, real, queue=True)
-    got = np.array([g["victim"] for g, _, _ in trace[20:]]) / 200
-    assert got.mean() >= 0.99 and np.percentile(got, 5) >= 0.95
-    assert np.mean([g["burst"] for g, _, _ in trace[-100:]]) >= 0.85 * (real(399) - 200)  # the victim's headroom aside
-    assert any("less than its cap for 3 periods" in d.said for _, _, d in trace)
+    for policy in (ContendPolicy(), ContendPolicy(patience=30)):
+        trace = simulate(policy, workload1(), 400, told * C, real, queue=True)
+        got = np.array([g["victim"] for g, _, _ in trace[20:]]) / 200
+        assert got.mean() >= 0.99 and np.percentile(got, 5) >= 0.95
+        assert np.mean([g["burst"] for g, _, _ in trace[-100:]]) >= 0.85 * (real(399) - 200)  # the victim's headroom
+        assert trace[-1][2].capacity <= 1.03 * real(399)
+    assert any("less than its cap for 3 periods" in d.said for _, _, d in simulate(
+        ContendPolicy(), workload1(), 400, told * C, real, queue=True))
+
+
+def _spare_and_victim(policy, told, real, queue, lag=0, periods=600):
+    """bench/guard_told.py's scene: a victim at 0.2 C beside a neighbour at 0.2 C that wants 2 C from period 20; the
+    neighbour's share of what the victim leaves, and the victim's mean and p05 (each of its rate)."""
+    trace = simulate(policy, lambda k: {"victim": 0.2 * C, "neighbour": 0.2 * C if k < 20 else 2 * C}, periods, told,
+                     real, lag=lag, queue=queue)[20:]
+    got = np.array([g["victim"] for g, _, _ in trace]) / (0.2 * C)
+    spare = np.array([real(k) for k in range(20, periods)]) - 0.2 * C * got
+    return float(np.mean([g["neighbour"] for g, _, _ in trace]) / np.mean(spare)), got.mean(), np.percentile(got, 5)
+
+
+def test_contend_probes_past_the_level_that_hurt_after_patience_periods():
+    """Issue 55, told nothing on a disk that stumbles at the burst's onset (0.6 C for a period, the first cap in force
+    a period late): the first pre-emption reads the disk low, and the estimate then climbed ten times slower near that
+    level for good: the neighbour got 0.79 of the spare (`bench/guard_told.py --queue`). With the slow climb over after
+    `patience` periods without a decrease (30; off by default), it climbs past at full speed: 0.9 or more, the victim
+    as well off. On
+    this VM's disk the same shape: one 100 ms dip at a burst's onset (24 MB/s, then 309) held the estimate at a third
+    of what the disk delivered for the rest of the burst (docs/results.md 2026-12-03, fifth section)."""
+    stumbles = lambda k: 0.6 * C if k == 20 else C  # noqa: E731
+    slow, *_ = _spare_and_victim(ContendPolicy(), math.inf, stumbles, True, lag=1)
+    wc, mean, p05 = _spare_and_victim(ContendPolicy(patience=30), math.inf, stumbles, True, lag=1)
+    assert slow < 0.85 and wc >= 0.9 and mean >= 0.99 and p05 >= 0.99
+
+
+@pytest.mark.parametrize("told", [1.5, 2.0, math.inf])
+def test_a_probe_that_hurts_sets_the_ceiling_at_what_the_disk_delivered(told):
+    """The disk slows to 0.6 C for good at period 200 (no latency seen). Climbing back to the ceiling it learnt
+    before (a little above C), the estimate squeezed the victim again and again: isol 0.94, p05 0.88 told 1.5 and 2 C
+    and told nothing (`bench/guard_told.py`). A pre-emption that ends a climb past the level that hurt (a probe)
+    sets the ceiling at what the disk delivered then, and each such probe doubles the slow climb's periods: p05 1.00
+    (`patience` 30; off by default)."""
+    slows = lambda k: C if k < 200 else 0.6 * C  # noqa: E731
+    *_, before = _spare_and_victim(ContendPolicy(), told * C, slows, False)
+    wc, mean, p05 = _spare_and_victim(ContendPolicy(patience=30), told * C, slows, False)
+    assert before < 0.9 and mean >= 0.99 and p05 >= 0.98 and wc >= 0.9
 
 
 def test_contend_lowers_no_estimate_for_a_disk_short_of_the_caps_for_two_periods():

@@ -49,6 +49,11 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                             "standard deviations below its lifeline (default 0, "
                                                             "off: the fixed 10 % for everybody; 2.5 measured in "
                                                             "docs/results.md)."),
+          patience: Optional[int] = typer.Option(None, help="contend/hybrid: periods after a decrease that the "
+                                                           "estimate climbs ten times slower near the level that "
+                                                           "hurt, doubled by each probe past it that hurt (default "
+                                                           "0: for as long as it takes; 30 measured in "
+                                                           "docs/results.md)."),
           latency_ms: Optional[float] = typer.Option(None, help="iolatency: the io.latency target of the targets "
                                                                 "weighted heaviest, ms (default 5; set it 10-15 % "
                                                                 "above their latency alone)."),
@@ -84,7 +89,8 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
                             "window": window, "p": p, "floor": floor, "backoff": backoff, "climb": climb,
-                            "rise": rise, "spread": spread, "latency_ms": latency_ms, "io_bytes": io_bytes,
+                            "rise": rise, "spread": spread, "patience": patience, "latency_ms": latency_ms,
+                            "io_bytes": io_bytes,
                             "direct_view": direct_view or None, "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ..cgroups import Cgroup, IoCounters
 from ..cgroups.base import read_text
+from .config import bytes_through
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ class Escape:
 def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict[str, int],
              seconds: float = 1.0, credit: dict[str, float] | None = None,
              earlier: list[tuple[float, float]] | tuple = (), caps: dict[str, float | None] | None = None,
-             direct_view: bool = False) -> Escape:
+             direct_view: bool = False, io_bytes: float = 0.0) -> Escape:
     """What escaped the guard on one disk in a period of `seconds` (pure). On cgroup v1 a container's buffered
     writes are written back by the kernel's flusher threads and charged to no container, so no throttle holds
     them: the disk then writes more than the guarded cgroups were charged for (now or, `settle`, in earlier
@@ -147,7 +148,8 @@ def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict
     writeback to the cgroup that dirtied the pages where the filesystem supports cgroup writeback; the same check
     applies there. `earlier`: the previous periods' (seconds, unattributed bytes), newest last; the escape must
     also hold over the last ESCAPE_WINDOW_S. `caps`: the cap in force on each target in the period (bytes/s; None:
-    uncapped), what the throttle lets through of its carry; `direct_view`: as `settle`. With no reading of the disk
+    uncapped), what the throttle lets through of its carry: in bytes, for the target's mean I/O in the period, with
+    the disk's `io_bytes` (config.bytes_through); `direct_view`: as `settle`. With no reading of the disk
     (its first period) each target's charges count as delivered."""
     held = {n: float(max(u.dirty, dirty_before.get(n, 0))) for n, u in usage.items()}
     if not math.isfinite(device_wbytes_s):
@@ -157,7 +159,8 @@ def escaping(device_wbytes_s: float, usage: dict[str, Usage], dirty_before: dict
     # and carried on, that error only grows (a carry cannot go below 0): a writer that stopped kept a carry
     st = settle(credit or {}, {n: u.wbytes_s * (u.seconds if math.isfinite(u.seconds) else dt)
                                for n, u in usage.items()}, device_wbytes_s * dt, held,
-               {n: c * dt for n, c in (caps or {}).items() if c is not None and math.isfinite(c)}, direct_view)
+               {n: bytes_through(c, io_bytes, usage[n].bytes_s / usage[n].ios_s if usage[n].ios_s > 0 else 0.0) * dt
+                for n, c in (caps or {}).items() if c is not None and math.isfinite(c) and n in usage}, direct_view)
     extra, delivered = st.unattributed / dt, {n: b / dt for n, b in st.delivered.items()}
     span, window = dt, st.unattributed
     for s, b in reversed(earlier):

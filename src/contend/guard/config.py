@@ -56,6 +56,18 @@ def cap_floor(share: float, told: float, believed: float) -> float:
 SMALLEST_IO = 4096  # the I/O an IOPS bound is reckoned for: a cap's IOs/s = cap / (io_bytes + SMALLEST_IO)
 
 
+def cap_ios(cap: float, io_bytes: float) -> int | None:
+    """The IOs/s a cap (cost bytes/s) allows: as many of the smallest I/O as it pays for (None: no IOPS bound)."""
+    return max(1, int(max(MIN_CAP, int(cap)) / (io_bytes + SMALLEST_IO))) if io_bytes > 0 else None
+
+
+def bytes_through(cap: float, io_bytes: float, io_size: float) -> float:
+    """The bytes/s the throttle a cap becomes (limiter.cap_limit) lets through for I/Os of `io_size` bytes: the cap
+    in bytes, or its IOs/s of them, whichever holds first (a 4 KiB writer gets a third of the cap here)."""
+    n, c = cap_ios(cap, io_bytes), float(max(MIN_CAP, int(cap)))
+    return c if n is None or not io_size > 0 else min(c, n * io_size)
+
+
 def io_bytes(device: str, told: float | None, calibrated: dict) -> float:
     """What one I/O costs beside its bytes on a disk, in bytes: the one told, else its calibration's (1 MiB write
     bandwidth / 4 KiB random write IOPS, less the 4 KiB), else DEFAULT_IO_BYTES."""
@@ -93,6 +105,9 @@ class GuardSettings(Strict):
     # a target whose rate varies by itself counts as pre-empted only this many of its own standard deviations below
     # its lifeline (policy.ContendPolicy.spread; None: the policy's own; 0: off, the fixed 10 % only)
     spread: float | None = Field(default=None, ge=0, le=10)
+    # periods after a decrease that contend's estimate climbs ten times slower near the level that hurt, doubled by
+    # each probe past it that hurt (policy.ContendPolicy.patience; None: the policy's own; 0: for as long as it takes)
+    patience: int | None = Field(default=None, ge=0, le=100_000)
     # iolatency's target for the heaviest targets (policy.IoLatencyPolicy); None: 5 ms
     latency_ms: float | None = Field(default=None, ge=0.001, le=10_000)
     # what one I/O costs beside its bytes, in bytes (io.cost's linear model: a 4 KiB random write costs what the
@@ -100,9 +115,10 @@ class GuardSettings(Strict):
     # as well as bytes/s. None: from the disk's calibration (else DEFAULT_IO_BYTES); 0: bytes alone, as before
     io_bytes: float | None = Field(default=None, ge=0, le=1 << 30)
     # a direct writer the throttle did not hold is seen as its cgroup charged it, not paid a share of what the disk
-    # wrote (collector.settle). Off by default: it shows the victim's dips the share hid (10 % of a burst's periods
-    # told 2 x -> 2.5 %), and as tuned the policy then gives the neighbour 0.35 of the spare where it took 0.59
-    # (docs/results.md 2026-12-03, fifth section)
+    # wrote (collector.settle). Off by default: alone, against the share, interleaved n = 9, told nothing it was
+    # better in every column (isol p05 0.89 -> 0.98, the neighbour's share 0.38 -> 0.60), but told 2 x it isolated no
+    # better and the policy, tuned on the share, gave the neighbour 0.57 of the spare where it took 0.72
+    # (docs/results.md 2026-12-03, sixth section)
     direct_view: bool = False
 
 

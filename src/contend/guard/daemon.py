@@ -28,7 +28,7 @@ from ..runtimes import signals_deferred
 from .collector import Collector, Escape, escaping, queued_use, stale_carry
 from .config import AUTO, GuardConfig, cap_floor, io_bytes
 from .limiter import Limiter
-from .policy import PolicyInput, TargetView, default_period_ms, make
+from .policy import POLICY_SETTINGS, PolicyInput, TargetView, default_period_ms, make
 from .targets import Resolved, TargetError, TargetPending, resolve
 
 # a target's pages under writeback are taken for writes queued behind its cap on the disks it wrote to in the
@@ -141,7 +141,8 @@ class Guard:
         # bounds IOs/s too (a neighbour of 4 KiB random writes fills the disk at a fifth of its bandwidth)
         self.io_bytes = {d: io_bytes(d, cfg.io_bytes, calibrated) for d in disks}
         self.host = host or detect()
-        self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread)
+        self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
+                           cfg.patience)
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
         self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=cfg.hysteresis)
@@ -379,7 +380,7 @@ class Guard:
         esc = escaping(self.collector.written.get(dev, math.nan), {n: u[dev] for n, u in seen.items()},
                        {n: self.collector.dirty_before(n) for n in seen}, self.collector.seconds.get(dev, 1.0),
                        self.credit[dev], list(self.recent_unattributed[dev]),
-                       {n: self.caps.get((n, dev)) for n in seen}, self.cfg.direct_view)
+                       {n: self.caps.get((n, dev)) for n in seen}, self.cfg.direct_view, self.io_bytes[dev])
         self.credit[dev] = esc.credit
         if math.isfinite(esc.unattributed_bytes_s):
             dt = self.collector.seconds[dev]
@@ -432,8 +433,7 @@ class Guard:
                  scheduler=self.policy.scheduler or None,
                  period_ms=self.period_ms, window=self.cfg.window,
                  io_bytes={d: round(b) for d, b in self.io_bytes.items()},
-                 **{k: getattr(self.policy, k) for k in ("p", "backoff", "climb", "rise", "spread", "latency_ms")
-                    if hasattr(self.policy, k)},
+                 **{k: getattr(self.policy, k) for k in POLICY_SETTINGS if hasattr(self.policy, k)},
                  dry_run=self.cfg.dry_run, pid=os.getpid())
         try:
             next_at = time.monotonic()

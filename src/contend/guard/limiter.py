@@ -27,7 +27,7 @@ from ..cgroups.base import WEIGHT_MAX
 from ..hostlock import held
 from ..paths import STATE
 from . import scheduler
-from .config import MIN_CAP, SMALLEST_IO
+from .config import MIN_CAP, cap_ios
 
 GUARD_STATE = STATE / "guard"
 
@@ -36,8 +36,7 @@ def cap_limit(device: str, cap: float, original: IoLimit | None, io_bytes: float
     """A cap (in cost bytes/s: config.io_bytes) bounds reads and writes each, in bytes/s and, with io_bytes, in
     IOs/s: as many of the smallest I/O as the cap pays for. A user's own throttle stays where it is tighter."""
     o = original or IoLimit(device)
-    c = max(MIN_CAP, int(cap))
-    n = max(1, int(c / (io_bytes + SMALLEST_IO))) if io_bytes > 0 else None
+    c, n = max(MIN_CAP, int(cap)), cap_ios(cap, io_bytes)
     return IoLimit(device, rbps=min(c, o.rbps or c), wbps=min(c, o.wbps or c), riops=_tighter(n, o.riops),
                    wiops=_tighter(n, o.wiops))
 

@@ -20,6 +20,7 @@ import numpy as np
 from ...cgroups import CgroupHost, Limits, detect
 from ...guard.config import GuardConfig
 from ...guard.daemon import Guard
+from ...guard.policy import POLICY_SETTINGS
 from ...load.fio import layout
 from ...measured import StepWindow
 from ...paths import open_existing
@@ -248,8 +249,7 @@ def run_guard_trial(study: GuardSpec, w: Workload, policy: str, rep: int, capaci
                 for r, n in rel.items()])
             with GuardUnderTest(cfg, {capacity["disk_device"]: told}, host, log, t.clock0) as g:
                 # the settings in force (a policy's own period, P, backoff and climb where the study left them)
-                own = {k: getattr(g.guard.policy, k, None) for k in ("p", "backoff", "climb", "rise", "spread",
-                                                                     "latency_ms")}
+                own = {k: getattr(g.guard.policy, k, None) for k in POLICY_SETTINGS}
                 assert isinstance(rec.cell, GuardCell)
                 rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms, **own,
                                             "capacity_told_bytes_s": told if math.isfinite(told) else None}
