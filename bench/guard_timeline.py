@@ -3,8 +3,10 @@
 Reads a guard study's results directory and prints, for each run named (or every run under a capping policy),
 one line per 100 ms bucket from `--before` seconds (half a second) before the burst to `--seconds` after its start: the
 victim's and the neighbour's MB/s (host view, cgroup counters; the victim's own fio log beside, `fio`), the cap in force
-on each, what the guard saw each use (`seen`: its share of the disk's writes, `guard/collector.settle`) and the policy's
-capacity estimate (MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O.
+on each, what the guard saw each use (`seen`: its share of the disk's writes or, in the direct view, its charges,
+`guard/collector.settle`; over the period ending half a bucket after the bucket's middle, the one that covers it: a
+guard's record is stamped at its period's end, a sampler's bucket at its middle) and the policy's capacity estimate
+(MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O.
 What docs/results.md reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one line per run
 instead: when the burst really began (the neighbour's first bucket above twice its level before the burst: in a store
 from before 2026-12-03 0.3-0.45 s after the phase's start, fio's own start-up, since then at its start), the first cap
@@ -40,6 +42,8 @@ import numpy as np
 from contend.kinds import open_store
 from contend.kinds.guard import metrics
 from contend.kinds.guard.report import io_series, load_run
+
+PERIOD_S = 0.1  # the guard's period and the sampler's bucket in a guard study
 
 
 def at(t: np.ndarray, v: np.ndarray, when: float) -> float:
@@ -128,22 +132,26 @@ def steps(tid: str, t0: float, cap: tuple[np.ndarray, np.ndarray], est: tuple[np
 def views(tid: str, window: tuple[float, float], guard: tuple[np.ndarray, np.ndarray],
           host: tuple[np.ndarray, np.ndarray], tally: dict[str, list[int]]) -> None:
     """One line per run: of the guard's periods in the burst, how many read the victim below 0.9 × its median (what
-    the policy takes for a pre-emption, two running) while its cgroup's counters, in the host sampler's nearest
-    bucket, had it at 0.95 × their median or more: a dip only the guard's view saw; and how many the other way round
-    (the counters below 0.9 × their median, the guard's view at 0.95 × its own or more): a dip the guard did not see.
-    Counts into tally by policy."""
+    the policy takes for a pre-emption, two running) while its cgroup's counters over the same interval had it at
+    0.95 × their median or more: a dip only the guard's view saw; and how many the other way round (the counters
+    below 0.9 × their median, the guard's view at 0.95 × its own or more): a dip the guard did not see. A guard's
+    period is stamped at its end, when it decided; the sampler's buckets at their middles: the counters over the
+    period are the buckets read at its middle, in proportion to their overlap with it (before 2026-12-03 the bucket
+    stamped nearest the period's end, half a bucket late: a victim's dip and catch-up in two buckets, averaged by a
+    period straddling them, counted as a dip the guard did not see). Counts into tally by policy."""
     (tg, g), (th, h) = guard, host
-    if not len(g) or not len(h):
+    if len(g) < 2 or len(h) < 2:
         return
     mg, mh = float(np.median(g)), float(np.median(h))
+    half = float(np.median(np.diff(tg))) / 2
     n = phantom = missed = 0
     for x, v in zip(tg, g):
-        near = np.nonzero(np.abs(th - x) < 0.06)[0]
-        if not (window[0] <= x < window[1]) or not len(near) or mg <= 0 or mh <= 0:
+        if not (window[0] <= x < window[1]) or not th[0] <= x - half <= th[-1] or mg <= 0 or mh <= 0:
             continue
         n += 1
-        phantom += int(v < 0.9 * mg and h[near[0]] >= 0.95 * mh)
-        missed += int(h[near[0]] < 0.9 * mh and v >= 0.95 * mg)
+        over = float(np.interp(x - half, th, h))  # the counters over the guard's period
+        phantom += int(v < 0.9 * mg and over >= 0.95 * mh)
+        missed += int(over < 0.9 * mh and v >= 0.95 * mg)
     print(f"{tid}: of {n} periods in the burst, {phantom} read the victim below 0.9 × its median in the guard's view "
           f"only, {missed} in its cgroup's counters only")
     k = tally.setdefault(tid.split(".", 1)[1].rsplit(".", 1)[0], [0, 0, 0])  # workload.policy.rN: the policy
@@ -230,6 +238,7 @@ def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) ->
                 continue
             seen = {k: s.series(names[k], "guard", "usage_bytes_s") if k in names else (np.array([]), np.array([]))
                     for k in ("victim", "neighbour")}
+            seen = {k: (tg - PERIOD_S / 2, g) for k, (tg, g) in seen.items()}  # on the sampler's buckets
             own = s.series("victim", "load", "bytes_s")
             print(f"{tid}  (s from the burst's start; MB/s; fio: the victim's own log; seen: the guard's view, in "
                   "bytes; caps and estimate in cost MB/s, bytes + IOs × io_bytes; device ms per I/O)")

@@ -62,11 +62,12 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                               "well (cap / (this + 4 KiB)). Default: the disk's "
                                                               "calibration (1M write bandwidth / 4K write IOPS "
                                                               "- 4 KiB), else 12 KiB; 0: bytes/s alone."),
-          direct_view: bool = typer.Option(False, "--direct-view", help="See a target writing around the page "
-                                                                         "cache, within its cap, as its cgroup was "
-                                                                         "charged, not as its share of what the "
-                                                                         "disk wrote (off: measured in "
-                                                                         "docs/results.md 2026-12-03)."),
+          direct_view: Optional[bool] = typer.Option(None, "--direct-view/--share-view",
+                                                     help="See a target writing around the page cache, within its "
+                                                          "cap, as its cgroup was charged, not as its share of what "
+                                                          "the disk wrote (default: the direct view on a disk told "
+                                                          "nothing, the share on one told a --capacity; measured in "
+                                                          "docs/results.md 2026-12-03)."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log, set no cap."),
           wait: Optional[float] = typer.Option(None, "--wait", metavar="SECONDS",
                                                help="At start, wait this long for a named target that does not "
@@ -91,7 +92,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                             "window": window, "p": p, "floor": floor, "backoff": backoff, "climb": climb,
                             "rise": rise, "spread": spread, "patience": patience, "latency_ms": latency_ms,
                             "io_bytes": io_bytes,
-                            "direct_view": direct_view or None, "dry_run": dry_run or None,
+                            "direct_view": direct_view, "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:
         fail(str(e))

@@ -67,8 +67,11 @@ def settle(credit: dict[str, float], charged: dict[str, float], written: float, 
     0.5 x: the estimate fell below the number told at every burst; docs/results.md 2026-12-03). A target's carry is
     bounded by what it still holds (`held`: its dirty and writeback pages) plus CREDIT_SLACK, so a charge that never
     reached this disk does not hide a later escape for long.
-    With `direct_view`, a target holding no pages charged within its bound (uncapped: any) is a direct writer the
-    throttle did not hold: its bios went to the disk as they were charged, and it is delivered what it was charged.
+    With `direct_view`, a target charged within its bound (uncapped: any) and holding less than ESCAPE_DIRTY of pages
+    (too few to be named escaping) is a direct writer the throttle did not hold: its bios went to the disk as they
+    were charged, and it is delivered what it was charged. Holding none at all was the test before 2026-12-03, and a
+    direct writer's own log kept a few pages dirty: the victim's fio log held 4-40 KiB in most periods, and it was
+    paid its share as before.
     Its carry stays, for the unattributed bytes only (the disk writes a queue some milliseconds after it was charged).
     Paid its share instead (the default), a victim writing at its rate beside a neighbour's deep queue carries a part
     of that queue, and is paid it back whenever its own writes dip: the guard saw it at its rate in 9-16 % of the
@@ -86,7 +89,7 @@ def settle(credit: dict[str, float], charged: dict[str, float], written: float, 
                      for n in carry}
     covered = min(total, written)
     direct = {n: max(0.0, c) for n, c in charged.items()
-              if direct_view and held.get(n, 0.0) <= 0 and c <= (bounds or {}).get(n, math.inf)}
+              if direct_view and held.get(n, 0.0) < ESCAPE_DIRTY and c <= (bounds or {}).get(n, math.inf)}
     return Settled(written - covered, {**delivered, **direct},
                    {n: min(carry[n] - delivered[n], max(0.0, held.get(n, 0.0)) + CREDIT_SLACK) for n in carry},
                    tuple(sorted(direct)))

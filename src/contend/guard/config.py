@@ -83,6 +83,12 @@ def io_bytes(device: str, told: float | None, calibrated: dict) -> float:
 AUTO = "auto"
 
 
+def sees_direct(direct_view: bool | None, capacity: float) -> bool:
+    """Whether the guard sees a direct writer within its cap as charged on a disk told `capacity` (inf: told
+    nothing): as the settings say, else only where told nothing (GuardSettings.direct_view)."""
+    return direct_view if direct_view is not None else not math.isfinite(capacity)
+
+
 class GuardSettings(Strict):
     """The guard's tunables, shared by `contend guard` and guard studies."""
 
@@ -115,11 +121,12 @@ class GuardSettings(Strict):
     # as well as bytes/s. None: from the disk's calibration (else DEFAULT_IO_BYTES); 0: bytes alone, as before
     io_bytes: float | None = Field(default=None, ge=0, le=1 << 30)
     # a direct writer the throttle did not hold is seen as its cgroup charged it, not paid a share of what the disk
-    # wrote (collector.settle). Off by default: alone, against the share, interleaved n = 9, told nothing it was
-    # better in every column (isol p05 0.89 -> 0.98, the neighbour's share 0.38 -> 0.60), but told 2 x it isolated no
-    # better and the policy, tuned on the share, gave the neighbour 0.57 of the spare where it took 0.72
-    # (docs/results.md 2026-12-03, sixth section)
-    direct_view: bool = False
+    # wrote (collector.settle). None: on for a disk the guard is told nothing of, off for one told a number
+    # (sees_direct). Alone, against the share, interleaved n = 9, told nothing it was better in every column (isol
+    # p05 0.89 -> 0.98, the neighbour's share 0.38 -> 0.60), but told 2 x it isolated no better and the policy, tuned
+    # on the share, gave the neighbour 0.57 of the spare where it took 0.72 (docs/results.md 2026-12-03, sixth
+    # section; full-length runs: seventh section)
+    direct_view: bool | None = None
 
 
 class Disk(Strict):

@@ -26,7 +26,7 @@ from ..cgroups.host import kernel_option
 from ..hooks import Hooks
 from ..runtimes import signals_deferred
 from .collector import Collector, Escape, escaping, queued_use, stale_carry
-from .config import AUTO, GuardConfig, cap_floor, io_bytes
+from .config import AUTO, GuardConfig, cap_floor, io_bytes, sees_direct
 from .limiter import Limiter
 from .policy import POLICY_SETTINGS, PolicyInput, TargetView, default_period_ms, make
 from .targets import Resolved, TargetError, TargetPending, resolve
@@ -140,6 +140,7 @@ class Guard:
         # per disk, what an I/O costs beside its bytes: the policies see usage as bytes + IOs × this, and a cap
         # bounds IOs/s too (a neighbour of 4 KiB random writes fills the disk at a fifth of its bandwidth)
         self.io_bytes = {d: io_bytes(d, cfg.io_bytes, calibrated) for d in disks}
+        self.direct_view = {d: sees_direct(cfg.direct_view, c) for d, c in disks.items()}  # collector.settle
         self.host = host or detect()
         self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
                            cfg.patience)
@@ -380,7 +381,7 @@ class Guard:
         esc = escaping(self.collector.written.get(dev, math.nan), {n: u[dev] for n, u in seen.items()},
                        {n: self.collector.dirty_before(n) for n in seen}, self.collector.seconds.get(dev, 1.0),
                        self.credit[dev], list(self.recent_unattributed[dev]),
-                       {n: self.caps.get((n, dev)) for n in seen}, self.cfg.direct_view, self.io_bytes[dev])
+                       {n: self.caps.get((n, dev)) for n in seen}, self.direct_view[dev], self.io_bytes[dev])
         self.credit[dev] = esc.credit
         if math.isfinite(esc.unattributed_bytes_s):
             dt = self.collector.seconds[dev]
@@ -432,7 +433,7 @@ class Guard:
                  disks={d: round(c) if math.isfinite(c) else AUTO for d, c in self.disks.items()},
                  scheduler=self.policy.scheduler or None,
                  period_ms=self.period_ms, window=self.cfg.window,
-                 io_bytes={d: round(b) for d, b in self.io_bytes.items()},
+                 io_bytes={d: round(b) for d, b in self.io_bytes.items()}, direct_view=self.direct_view,
                  **{k: getattr(self.policy, k) for k in POLICY_SETTINGS if hasattr(self.policy, k)},
                  dry_run=self.cfg.dry_run, pid=os.getpid())
         try:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -87,7 +88,8 @@ def read_io_log(path: Path) -> np.ndarray:
     """A fio per-I/O log (ms: since the job started, or since the epoch with WALL_CLOCK; latency ns, direction,
     block size, ...) as rows of (seconds, latency ms, bytes); empty if missing."""
     try:  # in a directory the container owns: never through a link it left there (issue 52 L3)
-        with open_existing(path) as f:
+        with open_existing(path) as f, warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # an empty log is no I/O, not a warning for the terminal
             rows = np.loadtxt(f, delimiter=",", usecols=(0, 1, 3), ndmin=2)
     except (OSError, ValueError):
         return np.empty((0, 3))
@@ -252,6 +254,7 @@ def run_guard_trial(study: GuardSpec, w: Workload, policy: str, rep: int, capaci
                 own = {k: getattr(g.guard.policy, k, None) for k in POLICY_SETTINGS}
                 assert isinstance(rec.cell, GuardCell)
                 rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms, **own,
+                                            "direct_view": g.guard.direct_view[capacity["disk_device"]],
                                             "capacity_told_bytes_s": told if math.isfinite(told) else None}
                 g.guard.scan(strict=True)
                 starts = _write(t, w, C, g, result)
