@@ -34,6 +34,13 @@ def result(p: subprocess.Popen) -> dict:
     return json.loads(out)["jobs"][0]["write"]
 
 
+def clean(g) -> None:
+    """Remove the bench's cgroup and fio's files."""
+    g.remove()
+    for name in ("victim", "writer"):
+        (DATA / f"contend-bench-{name}.dat").unlink(missing_ok=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=8)
@@ -71,9 +78,7 @@ def main() -> None:
         good = [f"{c} MB/s ({sum(ok)} of {len(ok)} rounds)" for c, ok in both.items() if any(ok)]
         print("retention ≥ 95 % with work conservation ≥ 90 %: " + (", ".join(good) if good else "no cap"))
     finally:
-        g.remove()
-        for name in ("victim", "writer"):
-            (DATA / f"contend-bench-{name}.dat").unlink(missing_ok=True)
+        clean(g)
 
 
 if __name__ == "__main__":

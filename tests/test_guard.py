@@ -528,6 +528,7 @@ def test_alert_hook_runs_when_lifelines_exceed_capacity(cg, target_file, tmp_pat
     (["-t", "contend", "--rise", "2"], "rise: must be <= 1"),
     (["-t", "contend", "--spread", "-1"], "spread: must be >= 0"),
     (["-t", "contend", "--patience", "-1"], "patience: must be >= 0"),
+    (["-t", "contend", "--memory", "-1"], "memory: must be >= 0"),
     (["-t", "contend", "--capacity", "254:0=0"], "disks[0].capacity: must be a rate from 1M to 1T bytes/s"),
     (["-t", "contend", "--capacity", "254:0"], "expected MAJ:MIN=RATE"),
     (["-t", "contend", "--capacity", "254:0=fast"], "not a rate"),
@@ -929,6 +930,12 @@ def test_the_guard_is_told_the_calibration_times_the_studys_capacity():
     cfg = GuardConfig(policy="contend", targets=[{"target": "cgroup:x"}], **settings)
     assert make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
                 cfg.patience).patience == 30
+    # so is a kept lifeline's memory (the slow disk hour's A/B, bench/specs/guard-iops-memory.yaml)
+    spec = GuardSpec.model_validate({**doc, "sweep": {"memory": [0, 300]}})
+    cfg = GuardConfig(policy="contend", targets=[{"target": "cgroup:x"}],
+                      **guard_settings(spec, spec.variant("contend@memory=300"), 1e9)[0])
+    assert make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
+                cfg.patience, cfg.memory).memory == 300
 
 
 def test_told_nothing_is_capacity_0_for_the_policies_that_learn_the_disk():

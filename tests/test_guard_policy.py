@@ -940,3 +940,19 @@ def test_everybody_low_four_periods_is_a_disk_that_slowed_taker_or_none():
         return ContendPolicy().decide(PolicyInput(views, C, 10.0, latency=np.array([0.1] * 30 + [2.0] * n),
                                                   state={"kept": {"victim": 200.0, "other": 300.0}}))
     assert decide(3).capacity == C and decide(4).capacity < C
+
+
+def test_a_kept_lifeline_falls_by_half_over_memory_periods_and_the_victim_keeps_its_claim():
+    """A latency-bound victim that lived at 300 is slowed by the disk to 60 while all is calm. With `memory` the
+    lifeline kept for it halves over that many periods instead of following its median at once, so when it wants
+    more again beside a neighbour that wants more, its lifeline comes first at about 300, not at 60."""
+    calm = [TargetView("victim", np.full(30, 60.0), None), TargetView("burst", np.full(30, 100.0), None)]
+    for memory, kept in ((0, 60.0), (300, 300 * 0.5 ** (1 / 300))):
+        d = ContendPolicy(memory=memory).decide(PolicyInput(calm, C, 10.0, state={"kept": {"victim": 300.0,
+                                                                                           "burst": 100.0}}))
+        assert d.state["kept"]["victim"] == pytest.approx(kept)
+        assert d.state["kept"]["burst"] == pytest.approx(100.0)
+        wanting = [TargetView("victim", np.full(30, 60.0), 60.0), TargetView("burst", np.full(30, 100.0), 100.0)]
+        state = {**d.state, "capacity": 400.0, "hold": 3}  # an estimate near the lifelines, in a decrease's hold
+        caps = ContendPolicy(memory=memory).decide(PolicyInput(wanting, C, 10.0, state=state)).caps
+        assert (caps["victim"] >= 0.99 * 300) == (memory > 0)

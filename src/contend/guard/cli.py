@@ -54,6 +54,10 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                            "hurt, doubled by each probe past it that hurt (default "
                                                            "0: for as long as it takes; 30 measured in "
                                                            "docs/results.md)."),
+          memory: Optional[int] = typer.Option(None, help="contend/hybrid: periods over which a lifeline kept from "
+                                                         "a calm period halves when its target does less, so a "
+                                                         "victim slowed by the disk keeps its claim (default "
+                                                         "the policy's; 0: it follows the median at once)."),
           latency_ms: Optional[float] = typer.Option(None, help="iolatency: the io.latency target of the targets "
                                                                 "weighted heaviest, ms (default 5; set it 10-15 % "
                                                                 "above their latency alone)."),
@@ -90,8 +94,8 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     try:
         cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
                             "window": window, "p": p, "floor": floor, "backoff": backoff, "climb": climb,
-                            "rise": rise, "spread": spread, "patience": patience, "latency_ms": latency_ms,
-                            "io_bytes": io_bytes,
+                            "rise": rise, "spread": spread, "patience": patience, "memory": memory,
+                            "latency_ms": latency_ms, "io_bytes": io_bytes,
                             "direct_view": direct_view, "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:

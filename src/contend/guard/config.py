@@ -114,6 +114,9 @@ class GuardSettings(Strict):
     # periods after a decrease that contend's estimate climbs ten times slower near the level that hurt, doubled by
     # each probe past it that hurt (policy.ContendPolicy.patience; None: the policy's own; 0: for as long as it takes)
     patience: int | None = Field(default=None, ge=0, le=100_000)
+    # periods over which a calm lifeline kept falls by half when a target does less (policy.ContendPolicy.memory;
+    # None: the policy's own; 0: it follows the target's median at once)
+    memory: int | None = Field(default=None, ge=0, le=100_000)
     # iolatency's target for the heaviest targets (policy.IoLatencyPolicy); None: 5 ms
     latency_ms: float | None = Field(default=None, ge=0.001, le=10_000)
     # what one I/O costs beside its bytes, in bytes (io.cost's linear model: a 4 KiB random write costs what the

@@ -143,7 +143,7 @@ class Guard:
         self.direct_view = {d: sees_direct(cfg.direct_view, c) for d, c in disks.items()}  # collector.settle
         self.host = host or detect()
         self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
-                           cfg.patience)
+                           cfg.patience, cfg.memory)
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
         self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=cfg.hysteresis)

@@ -316,6 +316,11 @@ class ContendPolicy(Policy):
     # quick runs (bursts of a few seconds) moved nothing measurable (interleaved n = 9, docs/results.md 2026-12-03,
     # sixth section), and without it the victim's dips the share hides would let a probe climb past them unseen
     patience: int = 0
+    # periods over which a target's kept lifeline halves while all is calm and it does less (0: it follows the
+    # median at once). A latency-bound victim slowed by the disk for a second before a burst kept that slow rate as
+    # its lifeline, its cap 1.2 x it, the estimate pinned near their sum, and it ran at 2-7 MB/s of its 15-30 for the
+    # whole burst (guard-iops-yardstick told 1 x, docs/results.md 2026-12-03, eighth section)
+    memory: int = 0
     name = "contend"
 
     def _preempted(self, u: np.ndarray, life: float, floor: float) -> bool:
@@ -447,6 +452,12 @@ class ContendPolicy(Policy):
             if not gripped and t.cap is not None and 0 < n < self.keep and all(u < IDLE * t.cap for u in t.usage[-n:]):
                 claims[t.name] = max(claims[t.name], t.cap)
         return filled
+
+    def _remember(self, lives: dict[str, float], kept: dict[str, float]) -> dict[str, float]:
+        """The calm lifelines kept: each this period's, or what was kept before halving over `memory` periods if that
+        is higher."""
+        fade = 0.5 ** (1 / self.memory) if self.memory > 0 else 0.0
+        return {k: max(v, fade * kept.get(k, 0.0)) for k, v in lives.items()}
 
     def decide(self, inp: PolicyInput) -> Decision:
         now = sum(float(t.usage[-1]) for t in inp.targets if len(t.usage))
@@ -626,7 +637,7 @@ class ContendPolicy(Policy):
         # each target's lifeline when all was calm: what contention must not take from it (a lifeline learnt during
         # the contention is the burst's own after half a window, and is not kept)
         calm = not (saturated or preempted or above or surging)
-        kept = lives if calm else {k: v for k, v in inp.state.get("kept", {}).items() if k in claims}
+        kept = self._remember(lives, kept_before) if calm else {k: v for k, v in kept_before.items() if k in claims}
         filled = self._filled(inp, wanting, claims, gripped)
         if math.isfinite(est):
             shares = lifelines_first(claims, kept, weights, est, headroom=self.p)
@@ -686,6 +697,7 @@ class HybridPolicy(Policy):
     rise: float = ContendPolicy.rise
     spread: float = ContendPolicy.spread
     patience: int = ContendPolicy.patience
+    memory: int = ContendPolicy.memory
     calm: int = 10  # periods without a reason before the caps come off
     name = "hybrid"
     scheduler = "bfq"
@@ -694,7 +706,7 @@ class HybridPolicy(Policy):
 
     def decide(self, inp: PolicyInput) -> Decision:
         inner = ContendPolicy(window=self.window, p=self.p, backoff=self.backoff, climb=self.climb, rise=self.rise,
-                              spread=self.spread, patience=self.patience)
+                              spread=self.spread, patience=self.patience, memory=self.memory)
         d = inner.decide(PolicyInput(inp.targets, inp.capacity, inp.floor, inp.latency, inp.state.get("contend", {})))
         pressing, growing, preempted = set(), set(), set()
         for t in inp.targets:
@@ -761,14 +773,15 @@ PolicyName = Literal["none", "static", "aridac", "contend", "bfq", "hybrid", "io
 
 
 # the policies' own settings, as the guard's log and a study's records say them
-POLICY_SETTINGS = ("p", "backoff", "climb", "rise", "spread", "patience", "latency_ms")
+POLICY_SETTINGS = ("p", "backoff", "climb", "rise", "spread", "patience", "memory", "latency_ms")
 
 
 def make(name: str, n: int = 30, p: float | None = None, backoff: float | None = None,
          climb: float | None = None, latency_ms: float | None = None, rise: float | None = None,
-         spread: float | None = None, patience: int | None = None) -> Policy:
+         spread: float | None = None, patience: int | None = None, memory: int | None = None) -> Policy:
     """A policy by name; a setting None: its own default (P: aridac 0.35 as its authors' code, contend 0.2;
-    backoff, climb, rise, spread and patience, read by contend and the hybrid only: 0.9, 0.01, 0 and the class's;
+    backoff, climb, rise, spread, patience and memory, read by contend and the hybrid only: 0.9, 0.01, 0 and the
+    class's;
     iolatency's target 5 ms)."""
     if name == "iolatency":
         return IoLatencyPolicy() if latency_ms is None else IoLatencyPolicy(latency_ms=latency_ms)
@@ -780,7 +793,8 @@ def make(name: str, n: int = 30, p: float | None = None, backoff: float | None =
         return cls(window=n, p=own.p if p is None else p, backoff=own.backoff if backoff is None else backoff,
                    climb=own.climb if climb is None else climb, rise=own.rise if rise is None else rise,
                    spread=own.spread if spread is None else spread,
-                   patience=own.patience if patience is None else patience)
+                   patience=own.patience if patience is None else patience,
+                   memory=own.memory if memory is None else memory)
     return POLICIES[name]()
 
 

@@ -49,16 +49,16 @@ class GuardQuick(Strict):
 
 
 Setting = Literal["capacity", "p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb", "rise",
-                  "spread", "patience", "latency_ms", "io_bytes", "direct_view"]
+                  "spread", "patience", "memory", "latency_ms", "io_bytes", "direct_view"]
 # the settings each policy reads: a sweep over one it does not read runs it once, at the study's settings.
 # `capacity` is the study's (the capacity the guard is told, × the calibration), the others the guard's own
 READS: dict[str, tuple[str, ...]] = {
     "none": (), "bfq": (), "iocost": (), "iolatency": ("latency_ms",), "static": ("capacity", "floor", "io_bytes"),
     "aridac": ("capacity", "p", "window", "period_ms", "floor", "io_bytes", "direct_view"),
     "contend": ("capacity", "p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb", "rise",
-                "spread", "patience", "io_bytes", "direct_view"),
+                "spread", "patience", "memory", "io_bytes", "direct_view"),
     "hybrid": ("capacity", "p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb", "rise",
-               "spread", "patience", "io_bytes", "direct_view")}
+               "spread", "patience", "memory", "io_bytes", "direct_view")}
 MAX_CAPACITY = 10  # × the calibration: the guard told of a disk ten times faster caps nothing
 
 
