@@ -26,10 +26,18 @@ was taken for a pre-emption the victim did not feel. With --views, per run the g
 the victim below 0.9 × its median while its cgroup's counters had it at 0.95 × theirs or more (the guard's share of the
 disk's writes against the charges), and the periods the other way round (a dip of the counters the guard did not
 see). With --steps, per run the largest rise of the neighbour's cap a period before the limit showed, and per policy
-how many runs leapt past the ramp. Nothing is run: the store is only read.
+how many runs leapt past the ramp. With --minute, per run (those under no policy too) what tells a policy's loss
+from the disk's minute (issue 55: the same spec gave aridac 0.98 then 0.58 a quarter of an hour apart): the victim's
+rate over its reference (victim_reference) in the 2 s before the burst (`calm`, metrics.calm_ratio) and in the
+burst, the share of those buckets in which it wrote at least 0.9 × what its own cap let through (`held`:
+report.victim_held) and the device's mean ms per I/O before the burst; then per policy, of its runs below 0.95 in the
+burst, how many were already below 0.9 in their calm with the victim not held (the disk's minute: it was slow before
+the burst began), how many lost no more in the burst (at 0.9 × their calm or more) and how many were held by their
+own cap in half the burst or more (the policy's); a study's report says the same (report.minute_notes).
+Nothing is run: the store is only read.
 
     .venv/bin/python bench/guard_timeline.py DIR [DIR ...] [--run TRIAL_ID ...] [--seconds 3] [--before 0.5]
-        [--summary|--drops|--views|--steps]
+        [--summary|--drops|--views|--steps|--minute]
 """
 from __future__ import annotations
 
@@ -41,7 +49,7 @@ import numpy as np
 
 from contend.kinds import open_store
 from contend.kinds.guard import metrics
-from contend.kinds.guard.report import io_series, load_run
+from contend.kinds.guard.report import io_series, load_run, references, victim_held, victim_reference
 
 PERIOD_S = 0.1  # the guard's period and the sampler's bucket in a guard study
 
@@ -158,6 +166,36 @@ def views(tid: str, window: tuple[float, float], guard: tuple[np.ndarray, np.nda
     k[0], k[1], k[2] = k[0] + n, k[1] + phantom, k[2] + missed
 
 
+def minute(st, a: argparse.Namespace, tally: dict[str, list[int]]) -> None:
+    """One line per run: calm and burst over the victim's reference, how much of each it was held by its own cap,
+    the device's latency before the burst (--minute). Counts, per policy, its runs below 0.95 in the burst: all,
+    the disk's minute (calm below 0.9, not held in it), at 0.9 of that calm or more in the burst, and held by the cap
+    in half the burst or more (report.minute_notes, which says the same in a study's report)."""
+    runs = [load_run(st, tr) for tr in st.trials() if tr["status"] == "ok"]
+    refs = references(runs)
+    for r in runs:
+        tid, (t0, t1) = r.trial["trial_id"], r.burst
+        ref = victim_reference(r, refs.get(tid, []))
+        burst = (r.t >= t0) & (r.t < t1)
+        if (a.run and tid not in a.run) or not (math.isfinite(t0) and math.isfinite(ref) and ref > 0 and burst.any()):
+            continue
+        c, b = metrics.calm_ratio(r.t, r.victim, t0, ref), float(np.mean(r.victim[burst])) / ref
+        held = victim_held(r, t0 - metrics.CALM_S, t0), victim_held(r, t0, t1)
+        tl, lat = r.samples.series("", "guard", "device_lat_ms")
+        lat_calm = lat[(tl >= t0 - metrics.CALM_S) & (tl < t0)]
+        isol = float(np.mean(metrics.isolation_per_second(r.t, r.victim, t0, t1, reference=ref)))  # isol_mean
+        dev = float(np.mean(lat_calm)) if len(lat_calm) else math.nan
+        print(f"{tid}: reference {ref / 1e6:5.1f} MB/s; calm {c:4.2f}, held {held[0]:4.0%}; burst {b:4.2f} (isol "
+              f"{isol:4.2f}), held {held[1]:4.0%}; device {dev:5.2f} ms before it")
+        k = tally.setdefault(r.policy, [0, 0, 0, 0, 0])
+        k[0] += 1
+        if isol < 0.95:
+            k[1] += 1
+            k[2] += int(c < 0.9 and not held[0] >= 0.5)
+            k[3] += int(b >= 0.9 * c)
+            k[4] += int(held[1] >= 0.5)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("directory", type=Path, nargs="+")
@@ -172,6 +210,8 @@ def main() -> None:
                     "before the limit showed (a leap: above the ramp)")
     ap.add_argument("--views", action="store_true", help="per run, the periods in which only the guard's view of the "
                     "victim dipped (its share of the disk's writes against its cgroup's counters)")
+    ap.add_argument("--minute", action="store_true", help="per run, the victim before and in the burst over its "
+                    "reference, and how much of each it was held by its own cap: the disk's minute against the policy")
     a = ap.parse_args()
     tally: dict[str, list[int]] = {}
     for d in a.directory:
@@ -186,6 +226,12 @@ def main() -> None:
         for policy, (n, leapt) in sorted(tally.items()):
             print(f"{policy}: {leapt} of {n} runs leapt (the neighbour's cap × 1.6 or more in a period)")
         return
+    if a.minute:
+        for policy, (n, low, slow, kept, held) in sorted(tally.items()):
+            print(f"{policy}: {low} of {n} runs isol below 0.95; of them {slow} below 0.9 before the burst, not held "
+                  f"by its cap (the disk's minute), {kept} at 0.9 or more of that in the burst, {held} held by its own "
+                  "cap in half the burst or more")
+        return
     if a.views:
         for policy, (n, phantom, missed) in sorted(tally.items()):
             print(f"{policy}: of {n} periods, {phantom} dipped in the guard's view only ({phantom / max(n, 1):.1%}), "
@@ -198,6 +244,9 @@ def main() -> None:
 
 def show(directory: Path, a: argparse.Namespace, tally: dict[str, list[int]]) -> None:
     with open_store(directory, read_only=True) as st:
+        if a.minute:
+            minute(st, a, tally)
+            return
         host: dict[str, dict[str, float]] = {}
         for r in st.trial_metric_rows():
             if r["view"] == "host":

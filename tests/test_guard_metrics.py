@@ -6,9 +6,12 @@ import math
 import numpy as np
 import pytest
 
+from contend.guard.config import bytes_through
 from contend.kinds.guard.metrics import (
+    calm_ratio,
     delivery,
     guest_metrics,
+    held_share,
     protection_metrics,
     reclaim,
     work_conservation,
@@ -168,3 +171,21 @@ def test_the_frontier_is_what_no_other_policy_betters_on_both():
             (("isol_mean", i), ("work_conservation", w))]
     assert frontier_note(rows, "w1").endswith(": static, contend, contend@p=1, bfq")
     assert frontier_note(rows, "w2") == ""
+
+
+def test_the_calm_before_the_burst_over_the_reference_and_the_share_held_by_a_cap_in_ios():
+    """victim_calm: its mean in the 2 s before the burst over its reference. held_share: a 4 KiB writer under a cap
+    of 20 MB/s in cost bytes, each I/O costing 36 KiB beside its bytes, is let through 2 MB/s (the throttle's IOs/s
+    hold first): at 1.9 MB/s it is held, at 1.5 not; buckets before the first cap do not count."""
+    victim = np.where(T < 8.0, 2e6, np.where(T < START, 1e6, 1.9e6))
+    assert calm_ratio(T, victim, START, 2e6) == pytest.approx(0.5)
+    assert math.isnan(calm_ratio(T, victim, START, 0.0)) and math.isnan(calm_ratio(T, victim, 0.0, 2e6))
+    size, cost = np.full_like(T, 4096.0), 36 * 1024.0
+    through = lambda c, z: bytes_through(c, cost, z)  # noqa: E731 - the throttle a cap becomes
+    assert through(20e6, 4096.0) == pytest.approx(int(20e6 / (cost + 4096)) * 4096)
+    cap_t, cap = np.array([START + 0.01]), np.array([20e6])
+    assert held_share(T, victim, size, cap_t, cap, START, END, through) == 1.0
+    assert held_share(T, np.full_like(T, 1.5e6), size, cap_t, cap, START, END, through) == 0.0
+    assert math.isnan(held_share(T, victim, size, cap_t, cap, 0.0, START, through))  # no cap in force yet
+    half = held_share(T, np.where(T < 20.0, 1.9e6, 1e6), size, cap_t, cap, START, END, through)
+    assert half == pytest.approx(0.5, abs=0.01)

@@ -22,7 +22,9 @@ from contend.kinds.guard.report import (
     alert_spans,
     disk_notes,
     references,
+    run_metrics,
     run_timeline_figure,
+    victim_held,
     victim_reference,
     workload_figure,
 )
@@ -210,6 +212,48 @@ def test_a_victim_that_never_got_its_rate_is_judged_against_what_it_did_before_t
     assert victim_reference(fast[1], references(fast)["c"]) == pytest.approx(1e8)  # at most the rate it asks
     assert "the victim asked" not in " ".join(disk_notes(fast, references(fast))["w1"])
     assert math.isnan(victim_reference(fast[1], []))
+
+
+def capped_run(ident: str, policy: str, started: float, before: float, during: float,
+               caps: tuple[float, float] | None = None) -> Run:
+    """A run whose 4 KiB victim writes `before` bytes/s until its burst (5-15 s) and `during` in it, under a cap (cost
+    bytes/s, an I/O costing its bytes only) of caps[0] before the burst and caps[1] in it; none: never capped."""
+    t = np.arange(0, 20, 0.1) + 0.05
+    during_ = (t >= 5.0) & (t < 15.0)
+    victim = np.where(during_, during, before)
+    cols = [(x, "victim", "cgroup", "io_wios_s", v / 4096) for x, v in zip(t, victim)]
+    if caps:
+        cols += [(x, "victim", "guard", "cap_bytes_s", caps[int(x >= 5.0)]) for x in t[::2]]  # every 200 ms
+    a = np.array(cols, dtype=object)
+    s = Samples(a[:, 0].astype(float), a[:, 1].astype(str), a[:, 2].astype(str), a[:, 3].astype(str),
+                a[:, 4].astype(float))
+    trial = {"trial_id": ident, "workload": "w1", "policy": policy, "started_at": started, "repetition": 1,
+             "params": {"victim": 0.02, "guard": {"io_bytes": 0.0}},
+             "capacity": {"disk_write_bw_bytes_s": 5e9, "disk_device": "254:0"}}  # it asks for 1e8 bytes/s
+    return Run(trial, s, (5.0, 15.0), t, victim, np.where(during_, 1e9, 1e7))
+
+
+def test_the_notes_tell_a_slow_minute_before_the_burst_from_a_victim_held_by_its_own_cap():
+    """issue 55: on a slow disk hour a latency-bound victim did 0.42-0.70 of its references' rate before aridac's
+    bursts, not at its cap, and no better in them (the disk's minute); under contend it sat at its own cap for most
+    of a burst (the policy's). Each run that lost isolation is named under the one it is; one that kept it under
+    neither, nor a run under no policy, nor a victim slow before the burst because its own cap held it there."""
+    runs = [capped_run("n1", "none", 1, 2e7, 2e6), capped_run("a", "aridac", 2, 1e7, 1e7, (1e12, 1e12)),
+            capped_run("n2", "none", 3, 2e7, 2e6), capped_run("c", "contend", 4, 2e7, 1e7, (1e9, 1.05e7)),
+            capped_run("n3", "none", 5, 2e7, 2e6), capped_run("k", "contend", 6, 2e7, 2e7, (1e9, 2.1e7)),
+            capped_run("n4", "none", 7, 2e7, 2e6), capped_run("h", "contend", 8, 1e7, 1e7, (1.05e7, 1.05e7)),
+            capped_run("n5", "none", 9, 2e7, 2e6)]
+    refs = references(runs)
+    assert victim_held(runs[3], 0.0, 5.0) == 0.0 and victim_held(runs[3], 5.0, 15.0) == 1.0
+    assert math.isnan(victim_held(runs[0], 5.0, 15.0))  # never capped
+    notes = [n for n in disk_notes(runs, refs)["w1"] if n.startswith("the disk's minute") or
+             n.startswith("the policy's cap")]
+    assert notes == ["the disk's minute: a (0.50) lost isolation with the victim already below 0.9 of its reference "
+                     "in the 2 s before the burst (victim_calm), not held by its own cap there",
+                     "the policy's cap: c, h lost isolation with the victim at its own cap in half the burst or more"]
+    calm = {r.trial["trial_id"]: dict((m, v) for _, m, v in run_metrics(r, 1e9, victim_reference(r, refs[
+        r.trial["trial_id"]])))["victim_calm"] for r in runs[1:4:2]}
+    assert calm == {"a": pytest.approx(0.5), "c": pytest.approx(1.0)}
 
 
 def test_the_guard_table_fits_80_columns_in_a_pipe():

@@ -35,6 +35,11 @@ how long the burst took. Here, for one run of a workload under one policy:
 - reclaim_s: from the burst's end until the neighbour's cap is back within 1.5 × its cap before the burst
   (nan: no caps, nothing to reclaim).
 - burst_completion_s: how long the burst's fixed amount of I/O took.
+- victim_calm: the victim's mean throughput in the `CALM_S` before the burst over its reference: below 1 where this
+  run's minute, or its policy's caps, slowed it before any burst (issue 55: a latency-bound victim did 0.26-1.65 of
+  its references' rate before the same burst, with aridac's losses all in runs already slow then). With
+  `held_share` (the share of buckets it wrote at 0.9 × what its own cap let through or more), report.disk_notes tells
+  the disk's minute (slow before the burst, not held) from the policy's cap.
 """
 from __future__ import annotations
 
@@ -52,8 +57,11 @@ DIRECTIONS = {
     **{k: ISOLATION[k] for k in ("isol_mean", "isol_p01", "isol_p05", "isol_p50")},
     "work_conservation": HIGHER, "lat_imp": LOWER, "lat_p99_imp": LOWER, "reaction_s": LOWER, "reclaim_s": LOWER,
     "burst_completion_s": LOWER, "neighbour_mb_s": HIGHER, "delivery_mb_s": DESCRIPTIVE,
-    "ref_delivery_mb_s": DESCRIPTIVE, "unattributed_mb_s": LOWER,
+    "ref_delivery_mb_s": DESCRIPTIVE, "unattributed_mb_s": LOWER, "victim_calm": DESCRIPTIVE,
 }
+
+# the calm before the burst that victim_calm reads: the window report.victim_reference reads the references' in
+CALM_S = 2.0
 
 
 def _window(t: np.ndarray, v: np.ndarray, t0: float, t1: float) -> np.ndarray:
@@ -64,6 +72,26 @@ def baseline(t: np.ndarray, v: np.ndarray, burst_start: float, warmup_s: float) 
     """The victim's level before the burst, after its warm-up (nan: no data there)."""
     w = _window(t, v, min(warmup_s, burst_start / 2), burst_start)
     return float(np.mean(w)) if len(w) else math.nan
+
+
+def calm_ratio(t: np.ndarray, victim: np.ndarray, burst_start: float, reference: float,
+               calm_s: float = CALM_S) -> float:
+    """The victim's mean over the `calm_s` before the burst over its reference (nan: no data there, no reference)."""
+    w = _window(t, victim, burst_start - calm_s, burst_start)
+    return float(np.mean(w)) / reference if len(w) and reference > 0 else math.nan
+
+
+def held_share(t: np.ndarray, victim: np.ndarray, size: np.ndarray, cap_t: np.ndarray, cap: np.ndarray, t0: float,
+               t1: float, through: Callable[[float, float], float]) -> float:
+    """The share of the buckets in [t0, t1) in which the victim wrote at least 0.9 × what its cap in force (the
+    last set before the bucket) let through for I/Os of its own size (`size`, bytes per I/O, per bucket; `through`:
+    (cap, io size) -> bytes/s, the throttle the cap becomes); nan: no cap in force there."""
+    held = []
+    for i in np.nonzero((t >= t0) & (t < t1))[0]:
+        k = int(np.searchsorted(cap_t, t[i], side="right")) - 1
+        if k >= 0 and math.isfinite(cap[k]) and cap[k] > 0:
+            held.append(bool(victim[i] >= 0.9 * through(float(cap[k]), float(size[i]))))
+    return float(np.mean(held)) if held else math.nan
 
 
 def isolation_per_second(t: np.ndarray, victim: np.ndarray, burst_start: float, burst_end: float,

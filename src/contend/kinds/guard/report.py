@@ -14,13 +14,23 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ...guard.config import bytes_through, io_bytes
 from ...metrics import Samples
 from ...paths import write_text
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, failures, kind_page, publish, write_page
 from ...report.table import spread
 from ...store import Store
-from .metrics import baseline, delivery, guest_metrics, protection_metrics
+from .metrics import (
+    CALM_S,
+    baseline,
+    calm_ratio,
+    delivery,
+    guest_metrics,
+    held_share,
+    isolation_per_second,
+    protection_metrics,
+)
 
 # the victim's figures, then the neighbour's and the disk's (the terminal shows the two groups as two tables)
 COLUMNS = (("isol_mean", "host", "isol mean"), ("isol_p05", "host", "isol p05"), ("lat_imp", "guest", "lat imp"),
@@ -83,6 +93,7 @@ def run_metrics(run: Run, delivered: float, victim_ref: float | None = None) -> 
     rows = [("host", k, x) for k, x in protection_metrics(run.t, run.victim, run.neighbour, t0, t1, delivered,
                                                           cap_t, cap, reference=ref).items()]
     rows.append(("host", "ref_delivery_mb_s", delivered / 1e6))
+    rows.append(("host", "victim_calm", calm_ratio(run.t, run.victim, t0, ref)))
     ut, un = s.series("", "guard", "unattributed_bytes_s")
     if len(ut):  # what escaped the guard: the disk's writes less both tenants' charged ones, during the burst
         during = un[(ut >= t0) & (ut < t1)]
@@ -134,6 +145,55 @@ def victim_reference(run: Run, refs: list[Run]) -> float:
     return min(run.victim_rate, float(np.mean(before))) if before else math.nan
 
 
+def victim_held(run: Run, t0: float, t1: float) -> float:
+    """The share of [t0, t1)'s buckets in which the victim wrote at 0.9 × what its own cap let through or more
+    (metrics.held_share, for its own I/O size and the cost of an I/O its guard divided by); nan: never capped there."""
+    s = run.samples
+    cap_t, cap = s.series("victim", "guard", "cap_bytes_s")
+    if not len(cap_t):
+        return math.nan
+    ios = np.zeros_like(run.t)
+    for q in ("io_rios_s", "io_wios_s"):
+        _, x = s.series("victim", "cgroup", q)
+        n = min(len(x), len(ios))
+        ios[:n] += x[:n]
+    size = np.divide(run.victim, ios, out=np.zeros_like(run.victim), where=ios > 0)
+    capacity = run.trial.get("capacity") or {}
+    cost = io_bytes(capacity.get("disk_device", ""), (run.trial["params"].get("guard") or {}).get("io_bytes"),
+                    capacity)
+    return held_share(run.t, run.victim, size, cap_t, cap, t0, t1, lambda c, z: bytes_through(c, cost, z))
+
+
+def minute_notes(runs: list[Run], refs: dict[str, list[Run]]) -> list[str]:
+    """Of the runs under a policy whose victim lost isolation (isol mean below 0.95): those whose victim was already
+    below 0.9 of its reference in the calm before the burst without being held by its own cap there (the disk's
+    minute: slow before any burst, and its isolation reads that too), and those whose victim was held by its own cap
+    in half the burst or more (the policy's cap, not only the neighbour). Issue 55: on a slow disk hour the same
+    spec gave aridac isol 0.98 then 0.58, each of its lost runs slow before its burst."""
+    slow, held = [], []
+    for r in runs:
+        (t0, t1), tid = r.burst, r.trial["trial_id"]
+        ref = victim_reference(r, refs.get(tid, []))
+        if r.policy == "none" or not (math.isfinite(t0) and math.isfinite(ref) and ref > 0):
+            continue
+        isol = isolation_per_second(r.t, r.victim, t0, t1, WARMUP_S, ref)
+        if not len(isol) or float(np.mean(isol)) >= 0.95:
+            continue
+        calm = calm_ratio(r.t, r.victim, t0, ref)
+        if calm < 0.9 and not victim_held(r, t0 - CALM_S, t0) >= 0.5:
+            slow.append(f"{tid} ({calm:.2f})")
+        if victim_held(r, t0, t1) >= 0.5:
+            held.append(tid)
+    notes = []
+    if slow:
+        notes.append(f"the disk's minute: {', '.join(slow)} lost isolation with the victim already below 0.9 of its "
+                     f"reference in the {CALM_S:.0f} s before the burst (victim_calm), not held by its own cap there")
+    if held:
+        notes.append(f"the policy's cap: {', '.join(held)} lost isolation with the victim at its own cap in half the "
+                     "burst or more")
+    return notes
+
+
 def disk_notes(runs: list[Run], refs: dict[str, list[Run]]) -> dict[str, list[str]]:
     """Per workload, what a reader needs beside its table: the disk's own variation across the references
     (their spread is the noise every paired figure carries), runs whose work conservation could not be said,
@@ -171,7 +231,7 @@ def disk_notes(runs: list[Run], refs: dict[str, list[Run]]) -> dict[str, list[st
             notes.append(f"the victim asked {asked / 1e6:,.0f} MB/s and did {did / 1e6:,.0f} MB/s before the burst "
                          f"under no policy ({len(short)} run(s)): judged against what it did, the most the disk gave "
                          "it beside the light neighbour")
-        out[wl] = notes
+        out[wl] = notes + minute_notes(mine, refs)
     return out
 
 
