@@ -28,8 +28,8 @@ disk's writes against the charges), and the periods the other way round (a dip o
 see). With --steps, per run the largest rise of the neighbour's cap a period before the limit showed, and per policy
 how many runs leapt past the ramp. With --minute, per run (those under no policy too) what tells a policy's loss
 from the disk's minute (issue 55: the same spec gave aridac 0.98 then 0.58 a quarter of an hour apart): the victim's
-rate over its reference (victim_reference) in the 2 s before the burst (`calm`, metrics.calm_ratio) and in the
-burst, the share of those buckets in which it wrote at least 0.9 × what its own cap let through (`held`:
+rate over its reference (victim_reference) before the burst (`calm`: metrics.calm_ratio, from its warm-up's end)
+and in the burst, the share of those buckets in which it wrote at least 0.9 × what its own cap let through (`held`:
 report.victim_held) and the device's mean ms per I/O before the burst; then per policy, of its runs below 0.95 in the
 burst, how many were already below 0.9 in their calm with the victim not held (the disk's minute: it was slow before
 the burst began), how many lost no more in the burst (at 0.9 × their calm or more) and how many were held by their
@@ -180,13 +180,16 @@ def minute(st, a: argparse.Namespace, tally: dict[str, list[int]]) -> None:
         if (a.run and tid not in a.run) or not (math.isfinite(t0) and math.isfinite(ref) and ref > 0 and burst.any()):
             continue
         c, b = metrics.calm_ratio(r.t, r.victim, t0, ref), float(np.mean(r.victim[burst])) / ref
-        held = victim_held(r, t0 - metrics.CALM_S, t0), victim_held(r, t0, t1)
+        calm_at = metrics.calm_window(t0)
+        held = victim_held(r, *calm_at), victim_held(r, t0, t1)
         tl, lat = r.samples.series("", "guard", "device_lat_ms")
-        lat_calm = lat[(tl >= t0 - metrics.CALM_S) & (tl < t0)]
+        lat_calm = lat[(tl >= calm_at[0]) & (tl < t0)]
         isol = float(np.mean(metrics.isolation_per_second(r.t, r.victim, t0, t1, reference=ref)))  # isol_mean
         dev = float(np.mean(lat_calm)) if len(lat_calm) else math.nan
         print(f"{tid}: reference {ref / 1e6:5.1f} MB/s; calm {c:4.2f}, held {held[0]:4.0%}; burst {b:4.2f} (isol "
               f"{isol:4.2f}), held {held[1]:4.0%}; device {dev:5.2f} ms before it")
+        if r.policy == "none":  # judged against itself: calm 1 by construction
+            continue
         k = tally.setdefault(r.policy, [0, 0, 0, 0, 0])
         k[0] += 1
         if isol < 0.95:

@@ -174,10 +174,10 @@ def test_the_frontier_is_what_no_other_policy_betters_on_both():
 
 
 def test_the_calm_before_the_burst_over_the_reference_and_the_share_held_by_a_cap_in_ios():
-    """victim_calm: its mean in the 2 s before the burst over its reference. held_share: a 4 KiB writer under a cap
-    of 20 MB/s in cost bytes, each I/O costing 36 KiB beside its bytes, is let through 2 MB/s (the throttle's IOs/s
-    hold first): at 1.9 MB/s it is held, at 1.5 not; buckets before the first cap do not count."""
-    victim = np.where(T < 8.0, 2e6, np.where(T < START, 1e6, 1.9e6))
+    """victim_calm: its level before the burst (from its warm-up's end) over its reference. held_share: a 4 KiB
+    writer under a cap of 20 MB/s in cost bytes, each I/O costing 36 KiB beside its bytes, is let through 2 MB/s (the
+    throttle's IOs/s hold first): at 1.9 MB/s it is held, at 1.5 not; buckets before the first cap do not count."""
+    victim = np.where(T < 8.0, 1.2e6, np.where(T < START, 0.4e6, 1.9e6))  # 1 MB/s from its warm-up's end (2 s)
     assert calm_ratio(T, victim, START, 2e6) == pytest.approx(0.5)
     assert math.isnan(calm_ratio(T, victim, START, 0.0)) and math.isnan(calm_ratio(T, victim, 0.0, 2e6))
     size, cost = np.full_like(T, 4096.0), 36 * 1024.0

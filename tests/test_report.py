@@ -249,7 +249,7 @@ def test_the_notes_tell_a_slow_minute_before_the_burst_from_a_victim_held_by_its
     notes = [n for n in disk_notes(runs, refs)["w1"] if n.startswith("the disk's minute") or
              n.startswith("the policy's cap")]
     assert notes == ["the disk's minute: a (0.50) lost isolation with the victim already below 0.9 of its reference "
-                     "in the 2 s before the burst (victim_calm), not held by its own cap there",
+                     "before the burst (victim_calm), not held by its own cap there",
                      "the policy's cap: c, h lost isolation with the victim at its own cap in half the burst or more"]
     calm = {r.trial["trial_id"]: dict((m, v) for _, m, v in run_metrics(r, 1e9, victim_reference(r, refs[
         r.trial["trial_id"]])))["victim_calm"] for r in runs[1:4:2]}

@@ -35,11 +35,10 @@ how long the burst took. Here, for one run of a workload under one policy:
 - reclaim_s: from the burst's end until the neighbour's cap is back within 1.5 × its cap before the burst
   (nan: no caps, nothing to reclaim).
 - burst_completion_s: how long the burst's fixed amount of I/O took.
-- victim_calm: the victim's mean throughput in the `CALM_S` before the burst over its reference: below 1 where this
-  run's minute, or its policy's caps, slowed it before any burst (issue 55: a latency-bound victim did 0.26-1.65 of
-  its references' rate before the same burst, with aridac's losses all in runs already slow then). With
-  `held_share` (the share of buckets it wrote at 0.9 × what its own cap let through or more), report.disk_notes tells
-  the disk's minute (slow before the burst, not held) from the policy's cap.
+- victim_calm: the victim's level before the burst (from its warm-up's end, as `baseline` reads a reference's) over
+  its reference, not capped at 1: below 1 where this run's minute, or its policy's caps, slowed it before any burst
+  (issue 55). With `held_share` (the share of buckets it wrote at 0.9 × what its own cap let through or more),
+  report.minute_notes tells the disk's minute (slow before the burst, not held) from the policy's cap.
 """
 from __future__ import annotations
 
@@ -60,9 +59,6 @@ DIRECTIONS = {
     "ref_delivery_mb_s": DESCRIPTIVE, "unattributed_mb_s": LOWER, "victim_calm": DESCRIPTIVE,
 }
 
-# the calm before the burst that victim_calm reads: the window report.victim_reference reads the references' in
-CALM_S = 2.0
-
 
 def _window(t: np.ndarray, v: np.ndarray, t0: float, t1: float) -> np.ndarray:
     return v[(t >= t0) & (t < t1)]
@@ -74,11 +70,16 @@ def baseline(t: np.ndarray, v: np.ndarray, burst_start: float, warmup_s: float) 
     return float(np.mean(w)) if len(w) else math.nan
 
 
+def calm_window(burst_start: float, warmup_s: float = 2.0) -> tuple[float, float]:
+    """Where the victim's level before the burst is read (`baseline`): from its warm-up's end to the burst."""
+    return min(warmup_s, burst_start / 2), burst_start
+
+
 def calm_ratio(t: np.ndarray, victim: np.ndarray, burst_start: float, reference: float,
-               calm_s: float = CALM_S) -> float:
-    """The victim's mean over the `calm_s` before the burst over its reference (nan: no data there, no reference)."""
-    w = _window(t, victim, burst_start - calm_s, burst_start)
-    return float(np.mean(w)) / reference if len(w) and reference > 0 else math.nan
+               warmup_s: float = 2.0) -> float:
+    """The victim's level before the burst over its reference (nan: no data there, no reference); a run under no
+    policy judged against itself is at 1."""
+    return baseline(t, victim, burst_start, warmup_s) / reference if reference > 0 else math.nan
 
 
 def held_share(t: np.ndarray, victim: np.ndarray, size: np.ndarray, cap_t: np.ndarray, cap: np.ndarray, t0: float,

@@ -22,9 +22,9 @@ from ...report.page import Written, failures, kind_page, publish, write_page
 from ...report.table import spread
 from ...store import Store
 from .metrics import (
-    CALM_S,
     baseline,
     calm_ratio,
+    calm_window,
     delivery,
     guest_metrics,
     held_share,
@@ -180,14 +180,14 @@ def minute_notes(runs: list[Run], refs: dict[str, list[Run]]) -> list[str]:
         if not len(isol) or float(np.mean(isol)) >= 0.95:
             continue
         calm = calm_ratio(r.t, r.victim, t0, ref)
-        if calm < 0.9 and not victim_held(r, t0 - CALM_S, t0) >= 0.5:
+        if calm < 0.9 and not victim_held(r, *calm_window(t0, WARMUP_S)) >= 0.5:
             slow.append(f"{tid} ({calm:.2f})")
         if victim_held(r, t0, t1) >= 0.5:
             held.append(tid)
     notes = []
     if slow:
         notes.append(f"the disk's minute: {', '.join(slow)} lost isolation with the victim already below 0.9 of its "
-                     f"reference in the {CALM_S:.0f} s before the burst (victim_calm), not held by its own cap there")
+                     "reference before the burst (victim_calm), not held by its own cap there")
     if held:
         notes.append(f"the policy's cap: {', '.join(held)} lost isolation with the victim at its own cap in half the "
                      "burst or more")
