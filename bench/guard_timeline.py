@@ -33,7 +33,9 @@ and in the burst, the share of those buckets in which it wrote at least 0.9 × w
 report.victim_held) and the device's mean ms per I/O before the burst; then per policy, of its runs below 0.95 in the
 burst, how many were already below 0.9 in their calm with the victim not held (the disk's minute: it was slow before
 the burst began), how many lost no more in the burst (at 0.9 × their calm or more) and how many were held by their
-own cap in half the burst or more (the policy's); a study's report says the same (report.minute_notes).
+own cap in half the burst or more (the policy's), and the lowest of its runs' burst over calm (the victim's rate in
+the burst over its own before it: what the burst took, whatever the minute); a study's report says the same
+(report.minute_notes).
 Nothing is run: the store is only read.
 
     .venv/bin/python bench/guard_timeline.py DIR [DIR ...] [--run TRIAL_ID ...] [--seconds 3] [--before 0.5]
@@ -190,8 +192,9 @@ def minute(st, a: argparse.Namespace, tally: dict[str, list[int]]) -> None:
               f"{isol:4.2f}), held {held[1]:4.0%}; device {dev:5.2f} ms before it")
         if r.policy == "none":  # judged against itself: calm 1 by construction
             continue
-        k = tally.setdefault(r.policy, [0, 0, 0, 0, 0])
+        k = tally.setdefault(r.policy, [0, 0, 0, 0, 0, math.inf])
         k[0] += 1
+        k[5] = min(k[5], b / c if c > 0 else math.nan)
         if isol < 0.95:
             k[1] += 1
             k[2] += int(c < 0.9 and not held[0] >= 0.5)
@@ -230,10 +233,10 @@ def main() -> None:
             print(f"{policy}: {leapt} of {n} runs leapt (the neighbour's cap × 1.6 or more in a period)")
         return
     if a.minute:
-        for policy, (n, low, slow, kept, held) in sorted(tally.items()):
+        for policy, (n, low, slow, kept, held, least) in sorted(tally.items()):
             print(f"{policy}: {low} of {n} runs isol below 0.95; of them {slow} below 0.9 before the burst, not held "
                   f"by its cap (the disk's minute), {kept} at 0.9 or more of that in the burst, {held} held by its own "
-                  "cap in half the burst or more")
+                  f"cap in half the burst or more; the burst over the calm before it {least:.2f} at the lowest")
         return
     if a.views:
         for policy, (n, phantom, missed) in sorted(tally.items()):
