@@ -4,13 +4,16 @@ Reads a guard study's results directory (`contend run presets/aridac-workloads.y
 run, during the burst (its first second left out): the host view's 100 ms buckets, those where the neighbour
 did more than 1.2 × the cap in force, the victim's dips (below 0.8 × its median over the burst), the dips next
 to (within a bucket of) an overshoot, and how much the neighbour's cap moved from one guard period to the next
-(median %). Nothing is run: the store is only read.
+(median %); then per cell (workload and policy, its repetitions together) the same counts summed. Nothing is run:
+the store is only read.
 
     .venv/bin/python bench/guard_overshoot.py DIR [--policy contend]
 """
 from __future__ import annotations
 
 import argparse
+import re
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +27,7 @@ def main() -> None:
     ap.add_argument("directory", type=Path)
     ap.add_argument("--policy", action="append", help="only these policies (repeatable; default: every capped one)")
     a = ap.parse_args()
+    cells: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])  # runs, buckets, over, dips, dips near
     with open_store(a.directory, read_only=True) as st:
         for trial in st.trials():
             tid = trial["trial_id"]
@@ -37,7 +41,8 @@ def main() -> None:
                 continue
             ct, cap = s.series(names["neighbour"], "guard", "cap_bytes_s")
             t, nb = io_series(s, "neighbour")
-            _, victim = io_series(s, "victim")
+            tv, victim = io_series(s, "victim")
+            victim = np.interp(t, tv, victim) if len(tv) else np.full(len(t), np.nan)  # the two may differ by a bucket
             m = (t > burst.t_start + 1) & (t < burst.t_end)
             if not m.any() or not len(ct):
                 continue
@@ -46,9 +51,15 @@ def main() -> None:
             near = over | np.roll(over, 1) | np.roll(over, -1)
             during = (ct > burst.t_start) & (ct < burst.t_end)
             moves = np.abs(np.diff(cap[during])) / cap[during][:-1] if during.sum() > 1 else np.array([0.0])
+            c = cells[re.sub(r"\.r\d+$", "", tid)]
+            for k, n in enumerate((1, m.sum(), over.sum(), dip.sum(), (dip & near).sum())):
+                c[k] += int(n)
             print(f"{tid}: {m.sum()} buckets, neighbour over 1.2 × its cap in {over.sum()}, victim dips {dip.sum()} "
                   f"({(dip & near).sum()} next to an overshoot); cap moved {np.median(moves) * 100:.2f} % "
                   f"a period (median), in {np.mean(moves > 0) * 100:.0f} % of periods")
+    for cell, (runs, n, over_n, dips, near_n) in sorted(cells.items()):
+        print(f"{cell}: {runs} runs, {n} buckets, neighbour over 1.2 × its cap in {over_n} ({over_n / max(n, 1):.1%}), "
+              f"victim dips {dips} ({near_n} next to an overshoot)")
 
 
 if __name__ == "__main__":

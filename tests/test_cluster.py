@@ -339,7 +339,7 @@ def test_collect_merges_trials_into_the_results_a_local_study_gives(cluster_of_t
     assert keys(local) == keys(out) and len(keys(out)) > 20
     # nothing lost in the merge: each trial's metrics are those its pod computed from the same samples
     # (compared as repr, so that an undefined metric, nan, equals itself)
-    with open_store(out, read_only=True) as merged:
+    with open_store(str(out), read_only=True) as merged:  # a path as a str opens it as well
         got = {(m["trial_id"], m["view"], m["metric"]): repr(m["value"]) for m in merged.trial_metric_rows()}
     for tid in ("runc.harmony.cpu.r1", "runc.escape.cpu.r1"):
         with open_store(d / "pods" / tid, read_only=True) as pod:

@@ -322,11 +322,13 @@ def test_a_cap_moved_less_than_the_hysteresis_is_not_rewritten(cg, tmp_path):
     dev = device_of(DATA)
     lim = Limiter(host, state_dir=tmp_path, hysteresis=0.05)
     try:
-        lim.apply(g.relpath, dev, 100e6)
+        assert lim.apply(g.relpath, dev, 100e6) == 100e6
         assert g.io_limits()[dev].wbps == 100_000_000
-        lim.apply(g.relpath, dev, 104e6)  # 4 %: kept as it is
+        # 4 %: kept as it is, and the cap in force (what the policy sees next and the records keep) is the old one
+        assert lim.apply(g.relpath, dev, 104e6) == 100e6
         assert g.io_limits()[dev].wbps == 100_000_000
-        lim.apply(g.relpath, dev, 94e6)  # 6 % down: written
+        assert lim.apply(g.relpath, dev, float("nan")) == 100e6  # no decision: as it is
+        assert lim.apply(g.relpath, dev, 94e6) == 94e6  # 6 % down: written
         assert g.io_limits()[dev].wbps == 94_000_000
     finally:
         lim.release_all()
@@ -707,6 +709,7 @@ def test_guard_study_end_to_end_with_real_containers(tmp_path):
     aridac = [json.loads(line) for line in (out / "guard-logs" / "workload2.aridac.r1.jsonl").read_text().splitlines()]
     start = next(e for e in aridac if e["event"] == "start")
     assert start["period_ms"] == 1000 and start["p"] == 0.35
+    assert start["hysteresis"] == 0  # its caps written as its authors' code writes them, every period they move
     assert any(e["event"] == "cap" and e["cap_bytes_s"] for e in aridac)
     # the hybrid switched the disk to BFQ for its run, weighted both tenants, and put the scheduler back
     if bfq:
@@ -991,6 +994,7 @@ def test_a_guard_told_nothing_runs_caps_nobody_alone_and_says_so(cg, target_file
     events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     (start,) = [e for e in events if e["event"] == "start"]
     assert start["disks"] == {dev: "auto"} and start["direct_view"] == {dev: True}, start
+    assert start["hysteresis"] == 0.05  # contend's own: a cap moved less than 5 % is left as written
     assert not [e for e in events if e["event"] in ("cap", "capacity") and e.get("cap_bytes_s")], events
 
 

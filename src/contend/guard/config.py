@@ -98,8 +98,9 @@ class GuardSettings(Strict):
     # elastic ratio P: cap = lifeline × (1 + P); None: the policy's own (aridac 0.35, contend 0.2)
     p: float | None = Field(default=None, ge=0, le=100)
     floor: float = Field(default=0.02, gt=0, lt=1)  # no cap below this share of the disk's capacity
-    # a cap in force is rewritten only when the policy moves it by more than this share (0: every move)
-    hysteresis: float = Field(default=0.0, ge=0, lt=1)
+    # a cap in force is rewritten only when the policy moves it by more than this share (0: every move); None:
+    # the policy's own (contend 0.05, else 0)
+    hysteresis: float | None = Field(default=None, ge=0, lt=1)
     # contend's and the hybrid's capacity estimate (policy.ContendPolicy); None: the policy's own (0.9, 0.01):
     # after a pre-emption the estimate drops to `backoff` × what the disk delivered, then climbs `climb` × the
     # configured capacity a period while nobody is pre-empted (ten times slower near the level that hurt)

@@ -28,7 +28,7 @@ from ..runtimes import signals_deferred
 from .collector import Collector, Escape, escaping, queued_use, stale_carry
 from .config import AUTO, GuardConfig, cap_floor, io_bytes, sees_direct
 from .limiter import Limiter
-from .policy import POLICY_SETTINGS, PolicyInput, TargetView, default_period_ms, make
+from .policy import POLICY_SETTINGS, PolicyInput, TargetView, default_hysteresis, default_period_ms, make
 from .targets import Resolved, TargetError, TargetPending, resolve
 
 # a target's pages under writeback are taken for writes queued behind its cap on the disks it wrote to in the
@@ -146,7 +146,8 @@ class Guard:
                            cfg.patience, cfg.memory)
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
-        self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=cfg.hysteresis)
+        self.hysteresis = default_hysteresis(cfg.policy) if cfg.hysteresis is None else cfg.hysteresis
+        self.limiter = Limiter(self.host, cfg.dry_run, hysteresis=self.hysteresis)
         self.log_stream = log
         try:  # BFQ's weights: the disks switched to it now; io.cost turned on; both put back by close()
             if self.policy.scheduler:
@@ -328,11 +329,15 @@ class Guard:
                 self.log("capacity", device=dev, why=d.said,
                          capacity_bytes_s=round(d.capacity) if math.isfinite(d.capacity) else None)
             gated = self.gate is not None and not self.gate(dev)
+            in_force = dict(d.caps)
             for name, cap in d.caps.items():
                 cap = None if gated else cap
                 self.caps[(name, dev)] = cap
                 try:
-                    self.limiter.apply(self.targets[name].relpath, dev, cap, self.io_bytes[dev])
+                    # the cap in force, which the policy sees next period and the records keep: with a
+                    # hysteresis, the one written before a small move
+                    cap = in_force[name] = self.caps[(name, dev)] = self.limiter.apply(
+                        self.targets[name].relpath, dev, cap, self.io_bytes[dev])
                 except OSError as e:  # the cgroup went away between scan and now
                     self.log("cap-failed", target=name, device=dev, error=str(e))
                     continue
@@ -342,7 +347,7 @@ class Guard:
                 self._weigh(name, dev, None if gated else w)
             if self.records is not None:
                 self.records.append(Period(t, dev, d.capacity, lat[dev], d.alert,
-                                           used, dict(d.caps),
+                                           used, in_force,
                                            esc.unattributed_bytes_s, esc.targets))
             self._alert(dev, d.alert)
 
@@ -432,7 +437,7 @@ class Guard:
         self.log("start", policy=self.cfg.policy,
                  disks={d: round(c) if math.isfinite(c) else AUTO for d, c in self.disks.items()},
                  scheduler=self.policy.scheduler or None,
-                 period_ms=self.period_ms, window=self.cfg.window,
+                 period_ms=self.period_ms, window=self.cfg.window, hysteresis=self.hysteresis,
                  io_bytes={d: round(b) for d, b in self.io_bytes.items()}, direct_view=self.direct_view,
                  **{k: getattr(self.policy, k) for k in POLICY_SETTINGS if hasattr(self.policy, k)},
                  dry_run=self.cfg.dry_run, pid=os.getpid())

@@ -71,27 +71,31 @@ class Limiter:
         # per kind, (cgroup relpath or "" for a disk's, device) -> what was there before this guard changed it
         self.held: dict[str, dict[tuple[str, str], object]] = {k: {} for k in KINDS}
         self.originals = self.held["cap"]
-        self.caps: dict[tuple[str, str], int] = {}  # what is written now, so an unchanged cap is not rewritten
+        # what is written now (bytes/s) and the cap it was written for, so an unchanged cap is not rewritten
+        self.caps: dict[tuple[str, str], tuple[int, float]] = {}
         self.weights: dict[tuple[str, str], int | None] = {}  # the weights written now
 
-    def apply(self, relpath: str, device: str, cap: float | None, io_bytes: float = 0.0) -> None:
+    def apply(self, relpath: str, device: str, cap: float | None, io_bytes: float = 0.0) -> float | None:
+        """Cap a cgroup's use of a disk at `cap` (cost bytes/s; None or inf: no cap, nan: no decision). Returns the
+        cap in force after it: with a hysteresis, a cap that moved less than it leaves the one written before."""
         key = (relpath, device)
         if cap is not None and math.isnan(cap):
-            return  # no decision: the cap in force stays
+            return self.caps[key][1] if key in self.caps else None  # no decision: the cap in force stays
         if cap is None or math.isinf(cap):
             self.release(relpath, device)
-            return
+            return cap
         if self.dry_run:
-            return
+            return cap
         cg = self.host.cgroup(relpath)
         if key not in self.originals:
             self._take_over("cap", relpath, device, lambda: cg.io_limits().get(device))
         lim = cap_limit(device, cap, self.originals[key], io_bytes)  # type: ignore[arg-type]
         assert lim.wbps is not None  # a cap always bounds the bytes written
-        now = self.caps.get(key)
+        now = self.caps[key][0] if key in self.caps else None
         if now is None or abs(lim.wbps - now) > self.hysteresis * now:
             cg.set_limits(Limits(io=(lim,)))
-            self.caps[key] = lim.wbps
+            self.caps[key] = (lim.wbps, cap)
+        return self.caps[key][1]
 
     def _take_over(self, kind: str, relpath: str, device: str, now):
         """What was there before this guard's first change of (kind, cgroup, disk): what a guard killed before

@@ -55,8 +55,9 @@ def kind_of(directory: Path) -> type[Study]:
     return KINDS.get(read_yaml(directory / "spec.yaml").get("kind", "isolation"), IsolationStudy)
 
 
-def open_store(directory: Path, read_only: bool = False) -> Store:
+def open_store(directory: Path | str, read_only: bool = False) -> Store:
     """A results directory's store, its trials read with their kind's cells."""
+    directory = Path(directory)
     return Store(directory, read_only=read_only, cell=kind_of(directory).cell)
 
 

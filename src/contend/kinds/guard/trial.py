@@ -253,7 +253,8 @@ def run_guard_trial(study: GuardSpec, w: Workload, policy: str, rep: int, capaci
                 # the settings in force (a policy's own period, P, backoff and climb where the study left them)
                 own = {k: getattr(g.guard.policy, k, None) for k in POLICY_SETTINGS}
                 assert isinstance(rec.cell, GuardCell)
-                rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms, **own,
+                rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms,
+                                            "hysteresis": g.guard.hysteresis, **own,
                                             "direct_view": g.guard.direct_view[capacity["disk_device"]],
                                             "capacity_told_bytes_s": told if math.isfinite(told) else None}
                 g.guard.scan(strict=True)
