@@ -8,8 +8,12 @@ the mean and lowest isolation and p05, how many runs reacted within 1 s, and the
 run whose host view missed the victim's writes (its cgroup's disk counters off: left out of the means).
 With --views instead, per arm how often the two views of the victim (host: its cgroup's counters; guest: its own fio
 log) disagree on a run's isolation (by more than 0.02), runs under `none` too, and the runs that disagree most.
+With --bands instead, every run of every DIR pooled by its work conservation (bands of the neighbour's share of the
+spare), per policy (its name without the number told) and then per workload over every policy: how many runs reacted
+within 1 s, and how many kept isol >= 0.95 and p05 >= 0.90. Whether reaction goes with the share a burst was given,
+whatever gave it: a static cap, written before the burst, has nothing to react with (issue 55).
 
-    .venv/bin/python bench/guard_stores.py /var/tmp/g62/ab-Old* /var/tmp/g62/ab-New* [--views]
+    .venv/bin/python bench/guard_stores.py /var/tmp/g62/ab-Old* /var/tmp/g62/ab-New* [--views | --bands]
 """
 from __future__ import annotations
 
@@ -76,6 +80,52 @@ def views(arms: dict[str, list[Path]], apart: float = 0.02) -> None:
         print()
 
 
+EDGES = (0.0, 0.3, 0.5, 0.7, 0.85, 1.0)  # work conservation's bands: the last one closed (a run bounded at 1)
+
+
+def band(wc: float, edges: tuple[float, ...] = EDGES) -> int | None:
+    """The band of `edges` a work conservation falls in (the last band closed); None: nan or outside."""
+    if not math.isfinite(wc) or not edges[0] <= wc <= edges[-1]:
+        return None
+    return next(i for i in range(len(edges) - 1) if wc < edges[i + 1] or i == len(edges) - 2)
+
+
+def tally(figs: list[tuple[str, dict[str, float]]],
+          edges: tuple[float, ...] = EDGES) -> dict[tuple[str, int], list[float]]:
+    """Per (group, band): [runs, reacted within 1 s, isol mean >= 0.95, p05 >= 0.90, runs that reacted at all,
+    their reaction's sum in s] (pure). `figs`: each run's group and host figures; a run with no work conservation or
+    no isolation (no host view) is left out, one that never reacted (nan) counts as not within 1 s."""
+    out: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0.0])
+    for group, v in figs:
+        b = band(v.get("work_conservation", math.nan), edges)
+        if b is None or not math.isfinite(v.get("isol_mean", math.nan)):
+            continue
+        row = out[(group, b)]
+        row[0] += 1
+        row[1] += v.get("reaction_s", math.nan) <= 1.0
+        row[2] += v["isol_mean"] >= 0.95
+        row[3] += v.get("isol_p05", math.nan) >= 0.90
+        if math.isfinite(r := v.get("reaction_s", math.nan)):
+            row[4], row[5] = row[4] + 1, row[5] + r
+    return dict(out)
+
+
+def bands(dirs: list[Path]) -> None:
+    """Every run pooled by its work conservation's band, per policy and per workload (--bands)."""
+    every = [(tid.split(".", 1)[0], tid.split(".", 1)[1].rsplit(".r", 1)[0], figs)
+             for d in dirs for tid, figs in sorted(runs(d).items())]
+    for what, key in (("policy", lambda w, p: p.split("@", 1)[0]), ("workload", lambda w, p: w)):
+        got = tally([(key(w, p), f) for w, p, f in every] + [("every", f) for _, _, f in every])
+        print(f"| {what} | work cons. | runs | reaction <= 1 s | mean reaction s | isol >= 0.95 | p05 >= 0.90 |\n"
+              "|---|---|---|---|---|---|---|")
+        for (group, b), (n, fast, held, p05, m, rs) in sorted(got.items(),
+                                                              key=lambda kv: (kv[0][0] == "every", kv[0])):
+            never = f" ({n - m:.0f} never)" if m < n else ""
+            print(f"| {group} | {EDGES[b]:.2f}-{EDGES[b + 1]:.2f} | {n:.0f} | {fast:.0f} ({fast / n:.2f}) | "
+                  f"{rs / m if m else math.nan:.2f}{never} | {held:.0f} ({held / n:.2f}) | {p05:.0f} ({p05 / n:.2f}) |")
+        print()
+
+
 def _listed(xs: list[float]) -> str:
     return ", ".join("n/a" if math.isnan(x) else f"{x:.2f}" for x in xs)
 
@@ -84,6 +134,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
     ap.add_argument("--views", action="store_true", help="the host and guest views of each run side by side")
+    ap.add_argument("--bands", action="store_true", help="every run pooled by its work conservation: how many reacted "
+                    "within 1 s and kept the victim, per policy and per workload")
     a = ap.parse_args()
     arms: dict[str, list[Path]] = defaultdict(list)
     for d in a.dirs:
@@ -94,6 +146,8 @@ def main() -> None:
         arms[re.sub(r"\d+$", "", d.name)].append(d)
     if a.views:
         return views(arms)
+    if a.bands:
+        return bands(a.dirs)
     for arm, dirs in arms.items():
         cells: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
         for d in dirs:

@@ -189,3 +189,31 @@ def test_the_calm_before_the_burst_over_the_reference_and_the_share_held_by_a_ca
     assert math.isnan(held_share(T, victim, size, cap_t, cap, 0.0, START, through))  # no cap in force yet
     half = held_share(T, np.where(T < 20.0, 1.9e6, 1e6), size, cap_t, cap, START, END, through)
     assert half == pytest.approx(0.5, abs=0.01)
+
+
+def _bench(name: str):
+    """A script under bench/ as a module (they are run as scripts, not installed)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_runs_pooled_by_their_share_of_the_spare_count_who_reacted_and_who_held():
+    """bench/guard_stores.py --bands: each run in the band of its work conservation (the last closed, 1 in it), a
+    run that never reacted counted as slow and out of the mean, one without a share or a host view left out."""
+    g = _bench("guard_stores")
+    assert [g.band(x) for x in (0.0, 0.29, 0.3, 0.7, 0.85, 1.0)] == [0, 0, 1, 3, 4, 4]
+    assert g.band(math.nan) is None and g.band(1.2) is None
+    figs = [("static", {"work_conservation": 0.9, "isol_mean": 0.5, "isol_p05": 0.1, "reaction_s": math.nan}),
+            ("static", {"work_conservation": 0.95, "isol_mean": 0.97, "isol_p05": 0.92, "reaction_s": 2.0}),
+            ("contend", {"work_conservation": 0.1, "isol_mean": 1.0, "isol_p05": 1.0, "reaction_s": 0.4}),
+            ("contend", {"work_conservation": 0.2, "isol_mean": 0.99, "isol_p05": 0.95, "reaction_s": 1.0}),
+            ("contend", {"work_conservation": math.nan, "isol_mean": 1.0, "isol_p05": 1.0, "reaction_s": 0.0}),
+            ("contend", {"work_conservation": 0.2, "isol_mean": math.nan})]
+    got = g.tally(figs)
+    assert got == {("static", 4): [2, 0, 1, 1, 1, 2.0], ("contend", 0): [2, 2, 2, 2, 2, 1.4]}
