@@ -3,15 +3,19 @@ neighbour's work conservation (host view), and per arm of an interleaved A/B (is
 
 Each DIR is a results directory of `contend run` on a guard spec. Directories whose names differ only in a trailing
 number (ab-Old1, ab-Old2, ...) are one arm; runs under `none` are references and left out. Per arm: one row per
-workload and policy (the runs' figures in the order of the directories), then one per policy over every workload:
+workload and policy (the runs' figures in the order of the directories, with what the disk delivered to both
+tenants in the burst), then one per policy over every workload:
 the mean and lowest isolation and p05, how many runs reacted within 1 s, and the mean work conservation. Last, every
 run whose host view missed the victim's writes (its cgroup's disk counters off: left out of the means).
 With --views instead, per arm how often the two views of the victim (host: its cgroup's counters; guest: its own fio
 log) disagree on a run's isolation (by more than 0.02), runs under `none` too, and the runs that disagree most.
 With --bands instead, every run of every DIR pooled by its work conservation (bands of the neighbour's share of the
 spare), per policy (its name without the number told) and then per workload over every policy: how many runs reacted
-within 1 s, and how many kept isol >= 0.95 and p05 >= 0.90. Whether reaction goes with the share a burst was given,
-whatever gave it: a static cap, written before the burst, has nothing to react with (issue 55).
+within 1 s, and how many kept isol >= 0.95 and p05 >= 0.90, and the median swing of the victim's delivery (host view:
+its 100 ms buckets' coefficient of variation from 1 s into the burst to its end, so not its first dip) and of what
+the disk delivered to both tenants in the burst. Whether
+reaction goes with the share a burst was given, whatever gave it: a static cap, written before the burst, has nothing
+to react with (issue 55).
 
     .venv/bin/python bench/guard_stores.py /var/tmp/g62/ab-Old* /var/tmp/g62/ab-New* [--views | --bands]
 """
@@ -25,12 +29,15 @@ from collections import defaultdict
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
+from contend.kinds import open_store
+from contend.kinds.guard.report import load_run
 from contend.kinds.guard.trial import unseen
 from contend.probes import Sample
 from contend.store import Store
 
-FIGURES = ("isol_mean", "isol_p05", "reaction_s", "work_conservation")
+FIGURES = ("isol_mean", "isol_p05", "reaction_s", "work_conservation", "delivery_mb_s")
 
 
 def blind(directory: Path) -> list[str]:
@@ -83,6 +90,20 @@ def views(arms: dict[str, list[Path]], apart: float = 0.02) -> None:
 EDGES = (0.0, 0.3, 0.5, 0.7, 0.85, 1.0)  # work conservation's bands: the last one closed (a run bounded at 1)
 
 
+def swing(t: np.ndarray, victim: np.ndarray, burst: tuple[float, float], skip_s: float = 1.0) -> float:
+    """The victim's buckets' coefficient of variation from `skip_s` into the burst to its end (pure): how much its
+    delivery swings once the burst's first dip is over; nan with fewer than 5 buckets or none delivered."""
+    v = victim[(t >= burst[0] + skip_s) & (t < burst[1])]
+    return float(np.std(v) / np.mean(v)) if len(v) >= 5 and np.mean(v) > 0 else math.nan
+
+
+def swings(directory: Path) -> dict[str, float]:
+    """Per trial under a policy (not `none`): swing() of its victim's host view."""
+    with open_store(directory, read_only=True) as st:
+        return {(run := load_run(st, trial)).trial["trial_id"]: swing(run.t, run.victim, run.burst)
+                for trial in st.trials("ok") if trial["policy"] != "none"}
+
+
 def band(wc: float, edges: tuple[float, ...] = EDGES) -> int | None:
     """The band of `edges` a work conservation falls in (the last band closed); None: nan or outside."""
     if not math.isfinite(wc) or not edges[0] <= wc <= edges[-1]:
@@ -93,9 +114,12 @@ def band(wc: float, edges: tuple[float, ...] = EDGES) -> int | None:
 def tally(figs: list[tuple[str, dict[str, float]]],
           edges: tuple[float, ...] = EDGES) -> dict[tuple[str, int], list[float]]:
     """Per (group, band): [runs, reacted within 1 s, isol mean >= 0.95, p05 >= 0.90, runs that reacted at all,
-    their reaction's sum in s] (pure). `figs`: each run's group and host figures; a run with no work conservation or
-    no isolation (no host view) is left out, one that never reacted (nan) counts as not within 1 s."""
+    their reaction's sum in s, the median swing, the median delivery in MB/s] (pure). `figs`: each run's group and
+    host figures (`swing` among them where known); a run with no work conservation or no isolation (no host view) is
+    left out, one that never reacted (nan) counts as not within 1 s."""
     out: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0.0])
+    swung: dict[tuple[str, int], list[float]] = defaultdict(list)
+    gave: dict[tuple[str, int], list[float]] = defaultdict(list)
     for group, v in figs:
         b = band(v.get("work_conservation", math.nan), edges)
         if b is None or not math.isfinite(v.get("isol_mean", math.nan)):
@@ -107,27 +131,33 @@ def tally(figs: list[tuple[str, dict[str, float]]],
         row[3] += v.get("isol_p05", math.nan) >= 0.90
         if math.isfinite(r := v.get("reaction_s", math.nan)):
             row[4], row[5] = row[4] + 1, row[5] + r
-    return dict(out)
+        if math.isfinite(w := v.get("swing", math.nan)):
+            swung[(group, b)].append(w)
+        if math.isfinite(d := v.get("delivery_mb_s", math.nan)):
+            gave[(group, b)].append(d)
+    return {k: row + [float(np.median(xs)) if xs else math.nan for xs in (swung[k], gave[k])]
+            for k, row in out.items()}
 
 
 def bands(dirs: list[Path]) -> None:
     """Every run pooled by its work conservation's band, per policy and per workload (--bands)."""
-    every = [(tid.split(".", 1)[0], tid.split(".", 1)[1].rsplit(".r", 1)[0], figs)
-             for d in dirs for tid, figs in sorted(runs(d).items())]
+    every = [(tid.split(".", 1)[0], tid.split(".", 1)[1].rsplit(".r", 1)[0], {**figs, "swing": sw.get(tid, math.nan)})
+             for d in dirs for sw in (swings(d),) for tid, figs in sorted(runs(d).items())]
     for what, key in (("policy", lambda w, p: p.split("@", 1)[0]), ("workload", lambda w, p: w)):
         got = tally([(key(w, p), f) for w, p, f in every] + [("every", f) for _, _, f in every])
-        print(f"| {what} | work cons. | runs | reaction <= 1 s | mean reaction s | isol >= 0.95 | p05 >= 0.90 |\n"
-              "|---|---|---|---|---|---|---|")
-        for (group, b), (n, fast, held, p05, m, rs) in sorted(got.items(),
+        print(f"| {what} | work cons. | runs | reaction <= 1 s | mean reaction s | isol >= 0.95 | p05 >= 0.90 | "
+              "swing | delivered MB/s |\n|---|---|---|---|---|---|---|---|---|")
+        for (group, b), (n, fast, held, p05, m, rs, sw, dv) in sorted(got.items(),
                                                               key=lambda kv: (kv[0][0] == "every", kv[0])):
             never = f" ({n - m:.0f} never)" if m < n else ""
             print(f"| {group} | {EDGES[b]:.2f}-{EDGES[b + 1]:.2f} | {n:.0f} | {fast:.0f} ({fast / n:.2f}) | "
-                  f"{rs / m if m else math.nan:.2f}{never} | {held:.0f} ({held / n:.2f}) | {p05:.0f} ({p05 / n:.2f}) |")
+                  f"{rs / m if m else math.nan:.2f}{never} | {held:.0f} ({held / n:.2f}) | {p05:.0f} ({p05 / n:.2f}) | "
+                  f"{sw:.3f} | {dv:.0f} |")
         print()
 
 
 def _listed(xs: list[float]) -> str:
-    return ", ".join("n/a" if math.isnan(x) else f"{x:.2f}" for x in xs)
+    return ", ".join("n/a" if math.isnan(x) else f"{x:.0f}" if abs(x) >= 100 else f"{x:.2f}" for x in xs)
 
 
 def main() -> None:
@@ -155,7 +185,8 @@ def main() -> None:
                 workload, rest = tid.split(".", 1)
                 cells[(workload, rest.rsplit(".r", 1)[0])].append(figs)
         print(f"## {arm} ({len(dirs)} store(s))\n")
-        print("| workload | policy | isol mean | isol p05 | reaction s | work cons. |\n|---|---|---|---|---|---|")
+        print("| workload | policy | isol mean | isol p05 | reaction s | work cons. | delivered MB/s |\n"
+              "|---|---|---|---|---|---|---|")
         for (workload, policy), vs in sorted(cells.items()):
             print(f"| {workload} | {policy} | " + " | ".join(_listed([v.get(f, math.nan) for v in vs]) for f in FIGURES)
                   + " |")

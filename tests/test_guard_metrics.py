@@ -215,5 +215,21 @@ def test_runs_pooled_by_their_share_of_the_spare_count_who_reacted_and_who_held(
             ("contend", {"work_conservation": 0.2, "isol_mean": 0.99, "isol_p05": 0.95, "reaction_s": 1.0}),
             ("contend", {"work_conservation": math.nan, "isol_mean": 1.0, "isol_p05": 1.0, "reaction_s": 0.0}),
             ("contend", {"work_conservation": 0.2, "isol_mean": math.nan})]
+    figs[1][1]["swing"], figs[2][1]["swing"], figs[3][1]["swing"] = 0.2, 0.01, 0.03
+    figs[0][1]["delivery_mb_s"], figs[1][1]["delivery_mb_s"], figs[2][1]["delivery_mb_s"] = 1600.0, 1400.0, 900.0
     got = g.tally(figs)
-    assert got == {("static", 4): [2, 0, 1, 1, 1, 2.0], ("contend", 0): [2, 2, 2, 2, 2, 1.4]}
+    assert got == {("static", 4): [2, 0, 1, 1, 1, 2.0, 0.2, 1500.0],
+                   ("contend", 0): [2, 2, 2, 2, 2, 1.4, 0.02, 900.0]}
+
+
+def test_a_victims_swing_is_its_spread_once_the_bursts_first_second_is_over():
+    """bench/guard_stores.py's swing: the victim's 100 ms buckets from 1 s into the burst to its end, their standard
+    deviation over their mean: steady at its rate 0, swinging between 200 and 400 a third; its first dip not counted."""
+    g = _bench("guard_stores")
+    t = np.arange(0, 20, 0.1)
+    steady = np.where((t >= 10) & (t < 10.5), 40.0, 300.0)  # crushed in the burst's first half second only
+    assert g.swing(t, steady, (10.0, 15.0)) == pytest.approx(0.0)
+    swinging = np.where(np.arange(len(t)) % 2, 200.0, 400.0)
+    assert g.swing(t, swinging, (10.0, 15.0)) == pytest.approx(1 / 3)
+    assert math.isnan(g.swing(t, steady, (10.0, 11.2)))  # two buckets after the first second: nothing to say
+    assert math.isnan(g.swing(t, np.zeros_like(t), (10.0, 15.0)))
