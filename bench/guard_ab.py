@@ -46,7 +46,8 @@ def main() -> None:
         for rnd in range(1, a.rounds + 1):
             for mode, s in settings.items():
                 d = (a.keep or Path(tmp)) / f"{mode}{rnd}"
-                result = run_guard_trial(s, w, a.policy, rnd, capacity, {}, d / "guard.jsonl")
+                d.mkdir(parents=True, exist_ok=True)
+                result = run_guard_trial(s, w, a.policy, rnd, capacity, {}, d)
                 if result.record.status != "ok":
                     print(f"round {rnd} {mode}: failed: {result.record.reason}")
                     continue

@@ -45,8 +45,11 @@ def test_run_writes_the_results_directory_and_report_rebuilds_it(tmp_path):
     html = (out / "report.html").read_text()
     assert "data:image/png;base64," in html and "http://" not in html and "https://" not in html
     assert "I_intFree" in p.stdout
-    json_rows = json.loads(p.stdout[p.stdout.index("[\n"):])
-    assert any(r["metric"] == "I_plr" for r in json_rows)
+    said = json.loads(p.stdout[p.stdout.index('{\n "answers"'):])
+    assert any(r["metric"] == "I_plr" for r in said["metrics"])
+    assert said["answers"][0]["subject"] == ["runc", "cpu", "harmony"]
+    assert said["answers"][0]["answer"] in ("isolated", "NOT isolated", "unsure")
+    assert p.stdout.index("the answer") < p.stdout.index("isolation metrics: cpu")  # the answer first
     # the report is rebuilt from the store alone
     (out / "report.html").unlink()
     (out / "metrics.csv").unlink()

@@ -115,10 +115,13 @@ def test_the_watch_daemonset_reads_every_pod_unprivileged_and_serves_metrics(tmp
     (c,) = pod["containers"]
     assert c["command"][:3] == ["contend", "watch", "--json"] and "--no-ebpf" in c["command"]
     assert "k8s:" in c["command"] and "0.0.0.0:9733" in c["command"]
-    # the CRI's socket read-only (pods' names; nobody cannot open it: names fall back to paths, docs/cluster.md)
-    assert c["command"][c["command"].index("--cri") + 1] == "unix:///run/containerd/containerd.sock"
-    assert {"name": "cri", "mountPath": "/run/containerd/containerd.sock", "readOnly": True} in c["volumeMounts"]
-    assert {"name": "cri", "hostPath": {"path": "/run/containerd/containerd.sock", "type": "Socket"}} in pod["volumes"]
+    # issue 95 M1: no CRI socket (a read-only mount of it still lets connect(2) create a privileged pod:
+    # test_security); the pods' names from the kubelet's links, their directory read-only
+    assert "--cri" not in c["command"] and "cri" not in {v["name"] for v in pod["volumes"]}
+    assert c["command"][c["command"].index("--pod-names") + 1] == "logs"
+    assert c["command"][c["command"].index("--pod-logs") + 1] == "/var/log/containers"
+    assert {"name": "pod-logs", "hostPath": {"path": "/var/log/containers", "type": "Directory"}} in pod["volumes"]
+    assert not any(v["hostPath"]["type"] == "Socket" for v in pod["volumes"] if "hostPath" in v)
     assert all(m.get("readOnly") for m in c["volumeMounts"])
     assert c["securityContext"]["privileged"] is False and c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     # issue 52 M4: read-only all the way down (the v1 controllers are mounts of their own below /sys/fs/cgroup), a
@@ -137,11 +140,15 @@ def test_the_watch_daemonset_reads_every_pod_unprivileged_and_serves_metrics(tmp
                     "cgroup:PATH")
     one_line_exit_2(contend("cluster", "render-watch", "--out", str(tmp_path / "3"), "--cri", "/run/x.sock"),
                     "--cri", "unix:///")
+    one_line_exit_2(contend("cluster", "render-watch", "--out", str(tmp_path / "4"), "--pod-names", "cri"),
+                    "--pod-names cri", "nobody")
+    one_line_exit_2(contend("cluster", "render-watch", "--out", str(tmp_path / "5"), "-t", "k8s:label=a=b"),
+                    "labels", "--pod-names cri")
 
 
 def test_the_ebpf_watch_daemonset_holds_two_capabilities_as_root_and_mounts_tracefs_and_btf_read_only(tmp_path):
-    p = contend("cluster", "render-watch", "--out", str(tmp_path), "--ebpf", "--cri", "unix:///var/run/crio/crio.sock",
-                "-t", "k8s:shop/*")
+    p = contend("cluster", "render-watch", "--out", str(tmp_path), "--ebpf", "--pod-names", "cri", "--cri",
+                "unix:///var/run/crio/crio.sock", "-t", "k8s:shop/*")
     assert p.returncode == 0, p.stdout + p.stderr
     assert validate_dir(tmp_path) == (3, [])
     (ds,) = docs(tmp_path, "watch-daemonset.yaml")
@@ -388,3 +395,17 @@ def test_trial_run_refuses_an_unknown_trial_or_a_kind_that_does_not_fan_out(tmp_
     one_line_exit_2(contend("trial", "run", "--spec", str(PRESETS / "xavier-pdp15-oltp.yaml"), "--trial-id", "x",
                             "--out", str(tmp_path / "o")), "kind oltp")
     assert not (tmp_path / "o").exists()
+
+
+def test_the_guard_daemonset_can_be_narrowed_to_the_blkio_hierarchy_on_v1_nodes(tmp_path):
+    """Issue 95: uid 0 with /sys/fs/cgroup read-write can write any cgroup file (cgroup.kill, the kubelet's
+    memory.max). --blkio-only: the whole tree read-only (recursively), the blkio hierarchy writable over it (what
+    the mounts then allow is checked on this host's kernel: test_security)."""
+    p = contend("cluster", "render-guard", "--out", str(tmp_path), "--capacity", "259:0=2G", "--blkio-only")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert validate_dir(tmp_path) == (4, [])
+    (ds,) = docs(tmp_path, "guard-daemonset.yaml")
+    (c,) = ds["spec"]["template"]["spec"]["containers"]
+    mounts = [(m["mountPath"], m.get("readOnly", False), m.get("recursiveReadOnly")) for m in c["volumeMounts"]
+              if m["mountPath"].startswith("/sys")]
+    assert mounts == [("/sys/fs/cgroup", True, "Enabled"), ("/sys/fs/cgroup/blkio", False, None)], mounts

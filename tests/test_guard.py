@@ -1043,7 +1043,7 @@ def test_a_guard_that_dies_in_a_study_fails_the_run_and_a_belief_without_a_numbe
             raise ZeroDivisionError("a fault in the policy")
         return Decision({t.name: 10e6 for t in inp.targets}, capacity=20e6, state=inp.state)
 
-    with GuardUnderTest(cfg, {dev: math.inf}, host, log, time.monotonic()) as gut:
+    with GuardUnderTest(cfg, {dev: math.inf}, host, open(log, "w"), time.monotonic()) as gut:
         gut.guard.policy.decide = decide
         gut.guard.scan(strict=True)
         gut.start()

@@ -390,3 +390,32 @@ def test_the_guard_table_says_which_cells_are_over_fewer_runs():
     rows.append({"scenario": "workload2/contend@capacity=2", "view": "host", "metric": "other", "value": 1.0, "n": 1})
     said = "static@capacity=2: lat imp (guest), p99 imp (guest) over 2 of its 3 runs"
     assert thin_notes(rows) == {"workload2": [said]}
+
+
+@needs_root  # chromium is Debian's, installed by make setup
+@pytest.mark.parametrize("width, height", [(1280, 900), (390, 844)])
+def test_the_reports_first_screen_is_the_answer_at_a_desktops_and_a_phones_width(results, width, height):
+    """Issue 97: report.html opens with a card per runtime × resource saying isolated / NOT isolated / unsure
+    with its number and a sparkline, inside the first screen, at 1280 and 390 px, and nothing wider than the
+    phone's screen (wide tables scroll inside themselves)."""
+    require("chromium")
+    from playwright.sync_api import sync_playwright
+    with open_store(results) as s:
+        written = refresh(results, s, "synthetic")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(written.path.as_uri(), wait_until="load")
+            box = page.locator("section.answers").bounding_box()
+            words = page.eval_on_selector_all(".answer .word", "els => els.map(e => e.textContent)")
+            cards = page.eval_on_selector_all(".card h3", "els => els.map(e => e.textContent)")
+            sparks = page.locator(".answer svg.spark").count()
+            overflow = page.evaluate("() => document.documentElement.scrollWidth")
+        finally:
+            browser.close()
+    assert box is not None and box["y"] < height / 2  # the answer starts in the first half of the first screen
+    assert words == [a.word for a in written.answers] and set(words) >= {"isolated", "NOT isolated"}
+    assert cards == ["runc · cpu", "runsc · cpu"]
+    assert sparks == sum(1 for a in written.answers if len(a.curve) >= 2) >= 2
+    assert overflow <= width

@@ -643,3 +643,139 @@ def test_a_host_user_or_subuid_range_inside_contends_uid_range_is_named(tmp_path
     assert userns_clash(names) == f"{subuid}:2: carol overlaps host uids {USERNS_BASE}-{USERNS_BASE + 65535}"
     subuid.write_text(f"carol:{USERNS_BASE - 10}:10\n")  # ends just below
     assert userns_clash(names) == ""
+
+
+# ------------------------------------------------------------------ round three (issue 95)
+ESCAPE = "x/../../../outside/pwned"  # a trial id that, made a path below figures/ or frames/, leaves the results
+
+
+def _tampered(tmp_path: Path, trial_id: str = ESCAPE, table_set: tuple[str, ...] = (
+        "trials", "cells_isolation", "steps", "samples", "events")) -> Path:
+    """A results directory whose store names one trial `trial_id` in every table: what an artefact from a
+    compromised node holds."""
+    import duckdb
+
+    from .reportkit import isolation_results
+    art = isolation_results(tmp_path / "art", repetitions=1)
+    with duckdb.connect(str(art / DB)) as con:
+        for t in table_set:
+            con.execute(f"UPDATE {t} SET trial_id = ? WHERE trial_id = 'runc.harmony.cpu.r1'", [trial_id])
+    return art
+
+
+def test_a_trial_id_from_a_store_never_becomes_a_path(tmp_path):
+    """H1: `contend report` of a store whose trial id is `x/../../../outside/pwned` wrote
+    figures/timeline-x/../../../outside/pwned.png, outside the results directory, as root. Now the store is
+    refused at its first bad row, in one line, and nothing is written."""
+    art = _tampered(tmp_path)
+    p = contend("report", str(art))
+    one_line_exit_2(p, "trials row", "trial_id", "not a name")
+    assert not (tmp_path / "outside").exists()
+    assert not (art / "figures").exists() and not (art / "report.html").exists()
+    for opener in (lambda: Store(art, read_only=True), lambda: Store(art, cell=IsolationCell)):
+        with pytest.raises(ValueError, match="trials row 3: trial_id"):
+            opener()
+
+
+@pytest.mark.parametrize("column, value", [("tenant", "../x"), ("runtime", "runc/../../x"), ("trial_id", "a b"),
+                                           ("trial_id", "..")])
+def test_every_name_a_store_gives_a_file_is_checked_where_it_is_read_and_merged(tmp_path, column, value):
+    import duckdb
+
+    from .reportkit import isolation_results
+    art = isolation_results(tmp_path / "art", repetitions=1)
+    table = {"tenant": "samples", "runtime": "trials", "trial_id": "steps"}[column]
+    with duckdb.connect(str(art / DB)) as con:
+        con.execute(f"UPDATE {table} SET {column} = ? WHERE trial_id = 'runc.escape.cpu.r1'", [value])
+    (tmp_path / "out").mkdir()
+    with Store(tmp_path / "out", cell=IsolationCell) as store, pytest.raises(ValueError, match=f"{table} row"):
+        store.merge(art)
+    with Store(tmp_path / "out", cell=IsolationCell) as store:
+        assert store.trials() == []  # nothing of it taken
+
+
+def test_merge_takes_only_the_trial_an_artefact_names(tmp_path):
+    """An artefact labelled trial A whose store also holds trial B would replace B, another node's trial."""
+    from .reportkit import isolation_results
+    art = isolation_results(tmp_path / "art", repetitions=1)
+    (tmp_path / "out").mkdir()
+    with Store(tmp_path / "out", cell=IsolationCell) as store:
+        with pytest.raises(ValueError, match="holds trial 'runc.harmony.cpu.r1', not only runc.escape.cpu.r1"):
+            store.merge(art, only={"runc.escape.cpu.r1"})
+        assert store.trials() == []
+        assert len(store.merge(art, only={"runc.escape.cpu.r1", "runc.harmony.cpu.r1", "runsc.escape.cpu.r1"})) == 3
+
+
+def test_a_trials_frames_go_below_frames_whatever_its_id(tmp_path):
+    """H1 at the writer itself: write_frames with an id that is a path refuses; a name is written below frames/."""
+    from contend.kinds.detect.report import write_frames
+    from contend.paths import BadName
+
+    class Rows:  # what write_frames reads of a store: the trials and their events
+        def __init__(self, tid):
+            self.tid = tid
+
+        def trials(self):
+            return [{"trial_id": self.tid}]
+
+        def events(self, _tid):
+            return [{"kind": "watch-frame", "detail": '{"t": 1}'}]
+    (tmp_path / "res").mkdir()
+    with pytest.raises(BadName):
+        write_frames(tmp_path / "res", Rows(ESCAPE))  # type: ignore[arg-type]
+    assert not (tmp_path / "outside").exists()
+    write_frames(tmp_path / "res", Rows("runc.cpu.r1"))  # type: ignore[arg-type]
+    assert (tmp_path / "res" / "frames" / "runc.cpu.r1.jsonl").read_text() == '{"t": 1}\n'
+
+
+@pytest.mark.parametrize("planted", ["figures", "figures/x", "copts"])
+def test_a_planted_link_below_a_results_directory_is_refused_at_every_component(tmp_path, planted):
+    """L2: the round-two fix covered the last component only: a `figures -> elsewhere` planted in a results
+    directory was followed by the next root `contend report`, which wrote its PNGs and SVGs there."""
+    from contend.paths import Refused, open_under, write_under
+
+    from .reportkit import isolation_results
+    art = isolation_results(tmp_path / "art", repetitions=1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = art / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere)
+    if planted == "figures":
+        p = contend("report", str(art))
+        one_line_exit_2(p, "figures", "refused")
+    with pytest.raises(Refused):
+        write_under(art, *planted.split("/"), "t.png", text="x")
+    with pytest.raises(Refused):
+        open_under(art, *planted.split("/"), "deeper", "t.png")
+    assert list(elsewhere.iterdir()) == []
+
+
+@needs_root
+def test_a_guard_given_only_the_blkio_hierarchy_writes_caps_and_no_other_cgroup_file(cg):
+    """Issue 95: the guard DaemonSet's /sys/fs/cgroup read-write let its uid 0 write any cgroup file. What
+    `render-guard --blkio-only` mounts, made here in a mount namespace of its own (every hierarchy read-only, blkio
+    writable): a cap is written; cpu.shares, memory.limit_in_bytes and the unified tree's cgroup.kill are not."""
+    host, g = cg
+    if host.mode == "v2":
+        pytest.skip("a v2 host keeps io.max in every cgroup's own directory: no mount narrows it (docs/security.md)")
+    dev = device_of(DATA)
+    rel = g.relpath
+    files = {"cap": f"/sys/fs/cgroup/blkio/{rel}/blkio.throttle.write_bps_device",
+             "cpu": f"/sys/fs/cgroup/cpu/{rel}/cpu.shares",
+             "memory": f"/sys/fs/cgroup/memory/{rel}/memory.limit_in_bytes"}
+    if host.unified is not None and (host.unified / rel / "cgroup.kill").exists():
+        files["kill"] = str(host.unified / rel / "cgroup.kill")
+    values = {"cap": f"{dev} 1048576", "cpu": "512", "memory": "1073741824", "kill": "1"}
+    writes = "; ".join(f"(echo '{values[k]}' > {f} && echo {k}=ok || echo {k}=refused)" for k, f in files.items())
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                        "for m in $(awk '$2 ~ \"^/sys/fs/cgroup\" {print $2}' /proc/self/mounts | sort -u); do "
+                        "[ \"$m\" = /sys/fs/cgroup/blkio ] || mount -o remount,bind,ro \"$m\"; done; " + writes],
+                       capture_output=True, text=True, timeout=30)
+    said = dict(ln.split("=") for ln in p.stdout.split())
+    try:
+        assert said.pop("cap") == "ok", p.stdout + p.stderr
+        assert set(said.values()) == {"refused"}, p.stdout + p.stderr
+        assert "Read-only file system" in p.stderr
+    finally:
+        subprocess.run(["sh", "-c", f"echo '{dev} 0' > {files['cap']}"], check=False)

@@ -669,3 +669,116 @@ def test_a_container_with_no_memory_cgroup_of_its_own_reads_unknown_memory_and_i
     seen = [f.containers[box.name] for f in frames if box.name in f.containers]
     assert seen and all(math.isnan(s["mem"]) and math.isnan(s["refault"]) for s in seen), seen
     assert all(math.isfinite(s["cpu"]) for s in seen)
+
+
+# ------------------------------------------------------------------ untrusted names on root's terminal (issue 95 L1)
+EVIL = ("[/]", "[bold]x", "a\x1b[2Jb", "\x1b]0;owned\x07", "n" * 10_000)
+
+
+def _evil_frames(victim: str, noisy: str) -> list[Frame]:
+    """A CPU antagonist `noisy` hurting `victim` from frame 10: the detector blames it (test_watch_detector)."""
+    calm = {victim: {"cpu": 0.95, "rq_delay": 0.01, "throttled": 0.0},
+            noisy: {"cpu": 0.05, "rq_delay": 0.0, "throttled": 0.0}}
+    out = []
+    for i in range(20):
+        bad = i >= 10
+        cs = {victim: {**calm[victim], **({"cpu": 0.55, "rq_delay": 0.45} if bad else {})},
+              noisy: {**calm[noisy], **({"cpu": 1.6} if bad else {})}}
+        out.append(Frame(float(i + 1), 1.0, cs, {victim: {noisy: 180.0}} if bad else {}))
+    return out
+
+
+def _no_escape(text: str) -> None:
+    for seq in ("\x1b[2J", "\x1b]0;", "\x07"):
+        assert seq not in text, repr(text[:300])
+
+
+@pytest.mark.parametrize("name", EVIL, ids=["close-tag", "bold", "esc", "osc", "10kB"])
+def test_a_name_with_markup_escapes_or_10_kb_reaches_the_terminal_as_text(name):
+    """A local user's delegated cgroup named `[/]` killed the live watch with MarkupError (and with --guard every
+    cap went with it); a name with ESC sequences reached root's terminal. Now every name goes through
+    terminal.plain: shown as text, `\\x1b` spelt out, a 10 kB name as its start and its length."""
+    import io
+
+    from rich.console import Console
+
+    from contend.watch.detector import Detector
+    from contend.watch.view import event_line, table
+    frames = _evil_frames(name, "noisy" + name)
+    d = Detector()
+    events = [e for f in frames for e in d.step(f)]
+    assert events and events[0]["event"] == "blame"
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, width=200).print(table(frames[-1], d.verdicts(), [f"problem {name}"],
+                                                                  {name: 1e6}))
+    shown = out.getvalue()
+    _no_escape(shown)
+    if name.startswith("[") or "\x1b[2J" in name:
+        assert name.replace("\x1b", "\\x1b") in shown
+    lines = [event_line(e) for e in events]
+    for ln in lines:
+        _no_escape(ln)
+        assert len(ln) < 3000
+    spelt = name.replace("\x1b", "\\x1b").replace("\x07", "\\x07")
+    assert "(10000 characters)" in lines[0] if len(name) > 1000 else spelt in lines[0]
+
+
+def test_a_replayed_recording_shows_its_names_as_text(tmp_path):
+    """--replay: a shared frames/*.jsonl is anybody's text; its names reach the terminal spelt out."""
+    rec = tmp_path / "evil.jsonl"
+    rec.write_text("".join(f.to_json() + "\n" for f in _evil_frames("v" + EVIL[2] + EVIL[0], "n" + EVIL[3])))
+    p = contend("watch", "--replay", str(rec))
+    assert p.returncode == 0 and "blame" in p.stdout, p.stdout + p.stderr
+    _no_escape(p.stdout)
+    assert "\\x1b[2J" in p.stdout and "[/]" in p.stdout
+
+
+@needs_root
+def test_the_live_watch_shows_a_real_cgroup_named_with_markup_and_escapes(boxes):
+    """The live view over a real cgroup whose name holds `[/]` and an ESC sequence: rendered, never raised."""
+    import io
+
+    from rich.console import Console
+
+    from contend.watch.view import table
+    parent = boxes("ev[")  # `[/]` is a cgroup `[` with a child `]`: the child's path holds the markup
+    b = Box(parent.host, boxes.run, "ev[/]il\x1b[2J")
+    try:
+        b.run("sleep", "30")
+        events, frames = watch_while("", lambda t0: None, 2.0, ebpf=False, targets=[f"cgroup:{b.name}"])
+    finally:
+        b.remove()
+    assert any(b.name in f.containers for f in frames), [list(f.containers) for f in frames]
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, width=200).print(table(frames[-1], []))
+    _no_escape(out.getvalue())
+    assert "ev[/]il\\x1b[2J" in out.getvalue()
+
+
+@needs_root
+def test_a_disk_culprit_the_guard_cannot_cap_is_said_once_and_strict_would_stop_on_it(boxes):
+    """Issue 95 M2: a blamed culprit the guard has no target for was silence. Now, once the guard has scanned
+    since the blame began, it is said once (the live view, the log) and `--strict` stops the watch with exit 1."""
+    from contend.doctor.calibrate import device_of
+    from contend.guard.targets import Resolved
+    from contend.watch.detector import Verdict
+    from contend.watch.handoff import GuardHandoff
+    b = boxes("known")
+    known = {b.name: Resolved(b.name, b.name)}
+    DATA.mkdir(parents=True, exist_ok=True)
+    h = GuardHandoff([f"cgroup:{b.name}"], lambda: known, {device_of(DATA): 4e9}, b.host)
+    try:
+        blame = Verdict("victim", "disk", "blame", "elsewhere/pod/ctr", 1.0, 0.0, "test")
+        h.guard.scan()
+        h.update([blame])
+        assert h.problems == []  # blamed after the guard's last scan: it may resolve it at the next
+        h.guard.scan()
+        assert set(h.guard.targets) == {b.name}  # the watch's targets, by the watch's names
+        for _ in range(3):
+            h.update([blame])
+        assert len(h.problems) == 1 and "elsewhere/pod/ctr" in h.problems[0] and "cannot cap" in h.problems[0]
+        h.update([Verdict("victim", "disk", "blame", b.name, 1.0, 0.0, "test")])
+        assert len(h.problems) == 1
+    finally:
+        h.close()
+    one_line_exit_2(contend("watch", "--strict", "--duration", "1", "--metrics", "off"), "--strict", "--guard")

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 import urllib.request
+import uuid
 
 import pytest
 
@@ -239,3 +240,166 @@ def test_a_node_whose_containerd_died_leaves_no_shim_pod_or_cgroup_behind(tmp_pa
     assert not [p for p in shims if process_runs(p)], "a shim outlived its containerd"
     assert not n.shims()
     assert not detect().cgroup(pod.cgroup).exists(), f"the pod's cgroup {pod.cgroup} was left"
+
+
+@needs_root
+def test_watch_guard_with_a_k8s_selector_caps_the_pod_it_blames_by_the_same_name(node, pods):
+    """Issue 95 M2: `contend watch --guard -t 'k8s:batch/*'` blamed the writer and capped nobody: the guard
+    resolved the selectors again without a CRI, got a TargetError, and a non-strict scan dropped it. Now the guard's
+    targets are the watch's own: the pod it blames is the pod it caps, under the name the watch gives it."""
+    require("fio")
+    from contend.doctor.calibrate import device_of
+    from contend.paths import DATA
+    DATA.mkdir(parents=True, exist_ok=True)
+    tag = uuid.uuid4().hex[:6]
+    files = [DATA / f"contend-k8sguard-{tag}-{n}.dat" for n in ("web", "etl")]
+    web, etl = pods("shop", f"web-{tag}"), pods("batch", f"etl-{tag}")
+    dev, caps = device_of(DATA), []
+    node.run(web, "app", ["/usr/bin/fio", "--name=v", f"--filename=/data/{files[0].name}", "--size=64M",
+                          "--rw=randread", "--bs=4k", "--direct=1", "--iodepth=1", "--time_based", "--runtime=22",
+                          "--ioengine=psync"], data=DATA)
+    host = detect()
+    proc = subprocess.Popen([*CONTEND, "watch", "-t", "k8s:shop/*", "-t", "k8s:batch/*", "--cri", node.endpoint,
+                             "--json", "--duration", "18", "--metrics", "off", "--guard", "--capacity", f"{dev}=4G"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(8)
+        cid = node.run(etl, "writer", ["/usr/bin/fio", "--name=n", f"--filename=/data/{files[1].name}", "--size=1G",
+                                       "--rw=write", "--bs=1M", "--direct=1", "--iodepth=32", "--ioengine=libaio",
+                                       "--time_based", "--runtime=8"], data=DATA)
+        cg = host.cgroup(f"{etl.cgroup}/{cid}")
+        while proc.poll() is None:
+            lim = cg.io_limits().get(dev) if cg.exists() else None
+            if lim is not None and lim.wbps:
+                caps.append(lim.wbps)
+            time.sleep(0.25)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for f in files:
+            f.unlink(missing_ok=True)
+    assert proc.returncode == 0, err[-3000:]
+    culprit = f"batch/etl-{tag}/writer"
+    events = [json.loads(ln) for ln in out.splitlines()]
+    assert any(e["event"] == "blame" and e["resource"] == "disk" and e["culprit"] == culprit for e in events), events
+    log = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
+    assert any(e["event"] == "cap" and e["target"] == culprit and e["cap_bytes_s"] for e in log), err[-3000:]
+    assert caps and min(caps) < 4e9, err[-3000:]  # the blamed pod's own cgroup capped, below the disk's capacity
+    assert not any(e["event"] == "guard-cannot-cap" for e in log), err[-3000:]
+    assert cg.io_limits() == {} if cg.exists() else True  # every cap gone with the watch
+
+
+UID = f"{'1' * 8}-{'2' * 4}-{'3' * 4}-{'4' * 4}-{'5' * 12}"
+
+
+@pytest.mark.parametrize("name, target, want", [
+    (f"web-1_shop_app-{HEX}.log", f"/var/log/pods/shop_web-1_{UID}/app/0.log", (HEX, "shop", "web-1", "app", UID)),
+    (f"web-1_shop_app-{HEX}.log", "", (HEX, "shop", "web-1", "app", "")),  # not a link: the name alone
+    # cut at 255 characters: the id's end lost, the names from the link's target
+    (("p" * 200 + "_shop_app-" + HEX)[:251] + ".log",
+     f"/var/log/pods/shop_{'p' * 200}_{UID}/app/3.log", (HEX[:251 - 210], "shop", "p" * 200, "app", UID)),
+    ("kube-proxy.log", "", None), (f"a_b_c-{HEX}.txt", "", None)])
+def test_a_kubelets_link_names_its_container(name, target, want):
+    from contend.cri.logs import from_link
+    c = from_link(name, target)
+    assert (c if c is None else (c.id, c.namespace, c.pod, c.container, c.pod_uid)) == want
+
+
+@needs_root
+def test_pods_are_named_without_the_socket_from_the_kubelets_links(node, pods):
+    """Issue 95 M1: naming pods needs no CRI socket (whoever may connect to it is root on the node): the
+    kubelet's links in /var/log/containers name every pod container the socket names, by the same names, read
+    by nobody's uid; label selectors say they need the socket."""
+    for p in [pods("shop", "web-3", qos="guaranteed"), pods("batch", "etl-3", qos="besteffort")]:
+        node.run(p, "main", ["/usr/bin/sleep", "60"])
+        node.run(p, "side", ["/usr/bin/sleep", "60"])
+    links = str(node.logs / "containers")
+    host, cri = detect(), Cri(node.endpoint)
+    from contend.cri.logs import PodLogs
+    try:
+        by_cri = {r.name: r.relpath for r in resolve(host, "k8s:", cri=cri)}
+        by_links = {r.name: r.relpath for r in resolve(host, "k8s:", cri=PodLogs(links))}
+        assert by_links == by_cri and len(by_cri) == 4, (by_links, by_cri)
+        assert {r.name for r in resolve(host, "k8s:batch/*", cri=PodLogs(links))} == {"batch/etl-3/main",
+                                                                                     "batch/etl-3/side"}
+        with pytest.raises(TargetError, match="no labels"):
+            resolve(host, "k8s:label=tier=batch", cri=PodLogs(links))
+    finally:
+        cri.close()
+    w = Watcher(WatchConfig(["k8s:shop/*"], ebpf=False, metrics="off", cri=(), pod_names="logs", pod_logs=links))
+    try:
+        w.scan()
+        assert set(w.targets) == {"shop/web-3/main", "shop/web-3/side"}
+    finally:
+        w.close()
+    one_line_exit_2(contend("watch", "-t", "k8s:label=a=b", "--pod-names", "logs"), "labels", "CRI's socket")
+    one_line_exit_2(contend("watch", "--pod-names", "kubelet"), "--pod-names")
+
+
+@needs_root
+def test_a_crash_looping_container_keeps_one_series_when_its_name_is_known(node, pods):
+    """Issue 95 L3: named by cgroup path, each restart of a crash-looping container made new series in the
+    scraper's database (8 per container); named by namespace/pod/container (the kubelet's links, or the CRI), a
+    restart keeps its series. Measured here, side by side: the container names the metrics carried while the
+    container restarted `restarts` times."""
+    pod = pods("batch", "loop-1", qos="besteffort")
+    cid = node.run(pod, "crash", ["/usr/bin/sleep", "60"])
+    links = str(node.logs / "containers")
+    watchers = {mode: Watcher(WatchConfig(["k8s:"], ebpf=False, metrics="127.0.0.1:0", cri=(),
+                                          pod_names=mode, pod_logs=links)) for mode in ("paths", "logs")}
+    named: dict[str, set[str]] = {m: set() for m in watchers}
+    restarts = 6
+    try:
+        for w in watchers.values():
+            w.start()
+        for i in range(restarts + 1):
+            for _ in range(2):
+                time.sleep(0.5)
+                for mode, w in watchers.items():
+                    w.scan()
+                    w.step()
+                    named[mode] |= {c for c in w.metrics._signals if c.startswith(("batch/loop-1/", pod.cgroup))}
+            if i < restarts:
+                cid = node.restart(pod, "crash", cid, ["/usr/bin/sleep", "60"])
+    finally:
+        for w in watchers.values():
+            w.close()
+    print(f"\ncontainer names carried by contend_watch_signal over {restarts} restarts: by path "
+          f"{len(named['paths'])}, by the kubelet's links {len(named['logs'])}")
+    assert named["logs"] == {"batch/loop-1/crash"}, named
+    assert len(named["paths"]) >= restarts, named  # a new name, and its series, per restart
+
+
+@needs_root
+def test_a_read_only_mount_of_the_cri_socket_still_creates_a_pod(node, tmp_path):
+    """Issue 95 M1, the attack: the watch DaemonSet mounted the CRI's socket `readOnly: true` as if that protected
+    the node. connect(2) on a unix socket needs write permission on the file, never a writable mount: code in such
+    a container creates a pod sandbox (and from there a privileged container with / mounted). So the DaemonSet
+    mounts no socket unless it is root already (render-watch --ebpf --pod-names cri), and docs/security.md says so."""
+    ro = STATE / f"ro-cri-{uuid.uuid4().hex[:6]}.sock"
+    ro.touch()
+    script = ("import sys, uuid; from contend.cri.client import Cri; from contend.cri import api_pb2 as api; "
+              f"c = Cri('unix://{ro}'); cfg = api.PodSandboxConfig(metadata=api.PodSandboxMetadata("
+              "name='through-ro', uid=str(uuid.uuid4()), namespace='attack'), linux=api.LinuxPodSandboxConfig("
+              "security_context=api.LinuxSandboxSecurityContext(namespace_options=api.NamespaceOption("
+              "network=api.NODE)))); print(c.call('RunPodSandbox', api.RunPodSandboxRequest(config=cfg))"
+              ".pod_sandbox_id)")
+    try:
+        p = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {node.sock} {ro} && mount -o remount,bind,ro "
+                            f"{ro} && grep -q ' {ro} ro,' /proc/self/mountinfo && exec {CONTEND[0]} -c \"{script}\""],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr[-2000:]
+        made = p.stdout.strip()
+        from contend.cri import api_pb2 as api
+        assert node.cri is not None
+        pods = node.cri.call("ListPodSandbox", api.ListPodSandboxRequest()).items
+        assert made in {x.id for x in pods}  # created through a read-only mount
+    finally:
+        ro.unlink(missing_ok=True)
+        if node.cri is not None:
+            from contend.cri import api_pb2 as api
+            for x in node.cri.call("ListPodSandbox", api.ListPodSandboxRequest()).items:
+                if x.metadata.namespace == "attack":
+                    node.cri.call("StopPodSandbox", api.StopPodSandboxRequest(pod_sandbox_id=x.id))
+                    node.cri.call("RemovePodSandbox", api.RemovePodSandboxRequest(pod_sandbox_id=x.id))

@@ -141,7 +141,11 @@ def run(spec_path: Optional[Path] = typer.Argument(None, metavar="SPEC", show_de
                                                    "kept, the rest run. SPEC may be left out (DIR's spec.yaml); "
                                                    "given, it must be the same study."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Check SPEC and say what would run; run nothing."),
-        as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON at the end."),
+        as_json: bool = typer.Option(False, "--json", help="Print the answers and the metrics as JSON at the end."),
+        views: str = typer.Option("read", "--views", metavar="read|all|VIEW,...",
+                                   help="The views the terminal's tables show: read (the one the answers read: "
+                                        "the host's counters where measured), all, or some of ebpf,host,guest. "
+                                        "report.html and table4-<view>.md have every view."),
         start_engines: bool = typer.Option(False, "--start-engines",
                                            help="If SPEC names docker and its engine is not running, start "
                                                 "dockerd for this study (no bridge, no iptables) and stop it "
@@ -171,13 +175,21 @@ def run(spec_path: Optional[Path] = typer.Argument(None, metavar="SPEC", show_de
     build_named(getattr(spec, "runtimes", ()), say=lambda s: console.print(s, highlight=False))
     study = study_of(spec, directory, continued)
     study.done = done
+    study.views = check_views(views)
     hold_host(directory)
     term_as_interrupt()
     with engines(spec, start_engines):
         code = study.run()
     if as_json:
-        print(json.dumps(study.rows, indent=1, default=str))
+        print(json.dumps(study.written.as_json() if study.written is not None else {"answers": [], "metrics": []},
+                         indent=1, default=str))
     raise typer.Exit(code)
+
+
+def check_views(views: str) -> str:
+    if views in ("read", "all") or all(v in ("ebpf", "host", "guest") for v in views.split(",")):
+        return views
+    fail(f"--views {views!r}: read, all, or some of ebpf,host,guest (comma-separated)")
 
 
 # ---------------------------------------------------------------- trial
@@ -226,9 +238,18 @@ def trial_run(spec_path: Path = typer.Option(..., "--spec", metavar="SPEC", help
 
 # ---------------------------------------------------------------- report
 @app.command()
-def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results directory of contend run.")):
-    """Rebuild metrics.csv, figures/ and report.html from the store alone (no experiment re-run)."""
+def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results directory of contend run."),
+           views: str = typer.Option("read", "--views", metavar="read|all|VIEW,...",
+                                   help="The views the terminal's tables show: read (the one the answers read: "
+                                        "the host's counters where measured), all, or some of ebpf,host,guest. "
+                                        "report.html and table4-<view>.md have every view."),
+           as_json: bool = typer.Option(False, "--json", help="Print the answers and the metrics as JSON instead "
+                                                              "of the tables.")):
+    """Rebuild metrics.csv, figures/ and report.html from the store alone (no experiment re-run), and print the
+    answer per cell first, then the tables."""
+    check_views(views)
     from .kinds import refresh
+    from .paths import BadName, Refused
     from .store import DB, Store
     if not (directory / DB).is_file():
         fail(f"{directory}: no {DB} (not a contend results directory)")
@@ -239,8 +260,14 @@ def report(directory: Path = typer.Argument(..., metavar="DIR", help="A results 
     with store:
         if not store.trials():
             fail(f"{directory}: no trial finished in this study: nothing to report", 1)
-        written = refresh(directory, store, title=str(directory))
-    console.print(written.table)
+        try:
+            written = refresh(directory, store, title=str(directory))
+        except (Refused, BadName) as e:  # a planted link below the directory, a name that is no name
+            fail(str(e))
+    if as_json:
+        print(json.dumps(written.as_json(), indent=1, default=str))
+        return
+    console.print(written.terminal(str(directory), views))
     console.print(f"report: {written.path}")
 
 

@@ -76,6 +76,8 @@ class Study:
         self.dir = directory
         self.console = console or Console()  # (none: a plan read, nothing said)
         self.rows: list[dict] = []
+        self.written: Written | None = None  # what the report wrote (its answers, its rows), once it is written
+        self.views = "read"  # the views the terminal's tables show (contend run --views)
 
     # Its trials are independent of each other, so each can run alone on any host (`contend trial run`,
     # a cluster's pods) and the results be merged (`contend cluster collect`). A kind whose trials depend
@@ -124,7 +126,9 @@ class Study:
             stopped = str(e)
         finally:
             try:
-                self.rows = finish(con, self.dir, store, f"{self.spec.name}: {self.title}", type(self).report)
+                self.written = finish(con, self.dir, store, f"{self.spec.name}: {self.title}", type(self).report,
+                                      self.views)
+                self.rows = self.written.rows if self.written is not None else []
             except KeyboardInterrupt:  # every finished trial is in the store already: only the report is missing
                 interrupted = True
                 con.print(f"[yellow]interrupted[/yellow] while writing the report (contend report {self.dir} "
@@ -207,8 +211,9 @@ def facts_of_trial(host_facts: dict, runtime: dict | None) -> dict:
 
 
 def finish(con: Console, directory: Path, store: Store, title: str,
-           report: Callable[[Path, Store, str], Written]) -> list[dict]:
-    """The end of every run, interrupted or not: the report from what the store holds, printed."""
+           report: Callable[[Path, Store, str], Written], views: str = "read") -> Written | None:
+    """The end of every run, interrupted or not: the report from what the store holds, printed (the answers
+    first); None where no trial finished."""
     try:
         checkpoint("report")
         trials = store.trials()
@@ -218,12 +223,12 @@ def finish(con: Console, directory: Path, store: Store, title: str,
     if written is None:  # an empty table would look like a result
         con.print(f"no trial finished: no table or report written ({directory} keeps the spec and host facts)",
                   highlight=False)
-        return []
-    con.print(written.table)
+        return None
+    con.print(written.terminal(title, views))
     for line in fewer_repetitions(trials):
         con.print(f"[yellow]fewer repetitions[/yellow] {line}", highlight=False)
     con.print(f"metrics: {directory / 'metrics.csv'}\nreport:  {written.path}")
-    return written.rows
+    return written
 
 
 def outcome(con: Console, directory: Path, interrupted: bool, failed: int, total: int, what: str) -> int:

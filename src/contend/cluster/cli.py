@@ -102,6 +102,13 @@ def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Dire
                                                             help="The nodes' disk and what it delivers, e.g. "
                                                                  "259:0=2G (repeatable; or disks: in --config). "
                                                                  "Required."),
+                         blkio_only: bool = typer.Option(False, "--blkio-only",
+                                                         help="Every node is cgroup v1 or hybrid: /sys/fs/cgroup "
+                                                              "read-only and only its blkio hierarchy writable (the "
+                                                              "guard then cannot write cgroup.kill, memory.max or "
+                                                              "any other controller's file). A v2 node keeps io.max "
+                                                              "in each cgroup's own directory: no mount narrows "
+                                                              "it there (docs/security.md)."),
                          scraper_namespace: str = typer.Option("monitoring", help=SCRAPER_HELP)):
     """A DaemonSet that runs `contend guard` on every node but the control plane's, its config in a
     ConfigMap, a headless Service that names the metrics port (for a Prometheus ServiceMonitor) and a
@@ -128,7 +135,7 @@ def cluster_render_guard(out: Path = typer.Option(..., "--out", "-o", help="Dire
         fail(f"{source}: disks: required for a DaemonSet (without them every node would calibrate its disk at "
              "once, at its first start): --capacity MAJ:MIN=RATE, or disks: in --config")
     opt = _options(image, namespace, node_label, scraper_namespace=scraper_namespace)
-    _write_valid(out, guard_manifests(cfg.model_dump(mode="json"), opt))
+    _write_valid(out, guard_manifests(cfg.model_dump(mode="json"), opt, blkio_only=blkio_only))
     console.print(f"next: kubectl apply -f {out}; metrics on port {METRICS_PORT} of each pod "
                   f"(Service contend-guard-metrics, port name metrics)", highlight=False)
 
@@ -144,9 +151,15 @@ def cluster_render_watch(out: Path = typer.Option(..., "--out", "-o", help="Dire
                                                         "root's uid with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN "
                                                         "(bpftrace 0.17 reads BTF only with it), not privileged. "
                                                         "Default: PSI only, as nobody with no capability."),
+                         pod_names: str = typer.Option("logs", "--pod-names", metavar="logs|cri|paths",
+                                                       help="Where the pods' names come from: logs (the kubelet's "
+                                                            "links in /var/log/containers, read-only: no socket, "
+                                                            "no labels), cri (the CRI's socket, with --ebpf only: "
+                                                            "whoever may connect to it is root on the node), paths "
+                                                            "(the cgroups' paths)."),
                          cri: str = typer.Option("unix:///run/containerd/containerd.sock", "--cri",
                                                  metavar="unix:///PATH",
-                                                 help="The nodes' CRI socket, mounted read-only (CRI-O: "
+                                                 help="With --pod-names cri: the nodes' CRI socket (CRI-O: "
                                                       "unix:///var/run/crio/crio.sock)."),
                          image: Optional[str] = typer.Option(None, help=IMAGE_HELP + " Default contend:VERSION."),
                          namespace: str = typer.Option("kube-system", help="Namespace of the DaemonSet."),
@@ -154,10 +167,11 @@ def cluster_render_watch(out: Path = typer.Option(..., "--out", "-o", help="Dire
                                                         help="Only nodes with this label (default: every node)."),
                          scraper_namespace: str = typer.Option("monitoring", help=SCRAPER_HELP)):
     """A DaemonSet that runs `contend watch` on every node but the control plane's: its verdicts as JSON lines in
-    each pod's log, pods named namespace/pod/container through the node's CRI, Prometheus on port 9733 (a headless
-    Service names it), a NetworkPolicy that lets only metrics in. Every host path read-only. By default
-    unprivileged, without eBPF (on cgroup v2 nodes the CPU symptom is each pod's CPU pressure); --ebpf adds the
-    run-queue delay with three capabilities (docs/cluster.md). Checked against the pinned schemas."""
+    each pod's log, pods named namespace/pod/container from the kubelet's links (no CRI socket: whoever may connect
+    to it is root on the node), Prometheus on port 9733 (a headless Service names it), a NetworkPolicy that lets
+    only metrics in. Every host path read-only. By default unprivileged, without eBPF (on cgroup v2 nodes the CPU
+    symptom is each pod's CPU pressure); --ebpf adds the run-queue delay with three capabilities, which make it
+    node-root-equivalent (docs/security.md). Checked against the pinned schemas."""
     from ..cluster.render import WATCH_PORT, WATCH_TARGETS, watch_manifests
     from ..watch.daemon import check_targets
     try:
@@ -168,8 +182,14 @@ def cluster_render_watch(out: Path = typer.Option(..., "--out", "-o", help="Dire
         fail("--target: on a Kubernetes node use k8s:..., cgroup:PATH or a cgroup glob")
     if not cri.startswith("unix:///"):
         fail(f"--cri {cri!r}: a unix socket, unix:///path")
-    _write_valid(out, watch_manifests(_options(image, namespace, node_label, scraper_namespace=scraper_namespace),
-                                      targets, ebpf=ebpf, cri=cri))
+    if pod_names not in ("logs", "cri", "paths"):
+        fail(f"--pod-names {pod_names!r}: logs, cri or paths")
+    try:
+        files = watch_manifests(_options(image, namespace, node_label, scraper_namespace=scraper_namespace), targets,
+                                ebpf=ebpf, cri=cri, pod_names=pod_names)
+    except ValueError as e:
+        fail(str(e))
+    _write_valid(out, files)
     console.print(f"next: kubectl apply -f {out}; verdicts in each pod's log (kubectl logs -n {namespace} "
                   f"ds/contend-watch), metrics on port {WATCH_PORT} (Service contend-watch-metrics)", highlight=False)
 
@@ -205,15 +225,15 @@ def cluster_collect(sources: list[Path] = typer.Argument(..., metavar="SOURCE...
 
     from ..cluster.collect import CollectError, collect
     from ..kinds import refresh
-    from ..report.table import untrusted
     from ..store import Store
+    from ..terminal import untrusted
     try:
         got = collect(sources, out)
     except CollectError as e:
         fail(str(e))
     with Store(out) as store:
         written = refresh(out, store, title=got.title)
-    console.print(written.table)
+    console.print(written.terminal(got.title))
     # what the artifacts say (ids, nodes, reasons) is theirs: printed as text, never as markup (report.table)
     for tid in got.duplicates:
         console.print(Text.assemble(untrusted(tid), " was found more than once; one copy kept"), highlight=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..kinds import load, study_for
-from ..paths import copy_plain, open_existing, write_text
+from ..paths import open_dir, open_existing, open_under, write_text
 from ..spec import SpecError, digest, dump
 from ..store import DB, Store
 
@@ -105,22 +105,20 @@ def _extract(tar: tarfile.TarFile, dest: Path) -> None:
             raise tarfile.TarError(f"more than {MAX_MEMBERS} members")
         if size > MAX_BYTES:
             raise tarfile.TarError(f"more than {MAX_BYTES >> 30} GiB")
-        parts = Path(m.name).parts
-        if not (m.isfile() or m.isdir()) or Path(m.name).is_absolute() or ".." in parts:
+        parts = [p for p in m.name.split("/") if p not in ("", ".")]
+        if not (m.isfile() or m.isdir()) or m.name.startswith("/") or ".." in parts or (m.isfile() and not parts):
             raise tarfile.TarError(f"refusing member {m.name!r}")
-        target = root.joinpath(*parts) if parts else root
-        if not target.parent.resolve().is_relative_to(root):  # a directory of ours can't be a link: belt and braces
-            raise tarfile.TarError(f"refusing member {m.name!r}")
-        if m.isdir():
-            target.mkdir(mode=0o755, parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        src = tar.extractfile(m)
-        if src is None:
-            raise tarfile.TarError(f"refusing member {m.name!r}")
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with src, os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(src, out)
+        try:  # every directory entered by descriptor, never through a link (paths.open_dir)
+            if m.isdir():
+                os.close(open_dir(root, *parts))
+                continue
+            src = tar.extractfile(m)
+            if src is None:
+                raise tarfile.TarError(f"refusing member {m.name!r}")
+            with src, open_under(root, *parts, mode="wb") as out:
+                shutil.copyfileobj(src, out)
+        except (OSError, ValueError) as e:
+            raise tarfile.TarError(f"refusing member {m.name!r}: {e}") from None
 
 
 def _dirs(root: Path, shown: Path | None) -> list[Artifact]:
@@ -179,7 +177,7 @@ def collect(sources: list[Path], out: Path) -> Collected:
         with Store(out, cell=study.cell) as store:
             for a in chosen:
                 try:
-                    store.merge(a.path)
+                    store.merge(a.path, only={a.meta["trial_id"]})
                 except ValueError as e:  # a store of another kind, an older contend's, or not contend's at all
                     raise CollectError(str(e)) from None
                 _copy_extras(a.path, out)
@@ -224,22 +222,24 @@ def _write_hosts(out: Path, arts: list[Artifact]) -> None:
 
 def _copy_extras(src: Path, out: Path) -> None:
     """The other files a trial wrote (guard logs, ...): regular files and directories only, links not
-    followed, contents only (no owner or mode bits kept)."""
+    followed on either side (what was there in `out` as a link is refused: paths.open_dir), contents only (no
+    owner or mode bits kept)."""
     for p in src.iterdir():
         if p.name in REBUILT or p.name.endswith(".md"):  # the tables (table4-*.md, ...) are rebuilt too
             continue
-        _copy_plain(p, out / p.name)
+        _copy_plain(p, out, (p.name,))
 
 
-def _copy_plain(src: Path, dest: Path) -> None:
+def _copy_plain(src: Path, out: Path, parts: tuple[str, ...]) -> None:
     if src.is_symlink():
         return
     if src.is_dir():
-        dest.mkdir(mode=0o755, parents=True, exist_ok=True)
+        os.close(open_dir(out, *parts))
         for p in src.iterdir():
-            _copy_plain(p, dest / p.name)
+            _copy_plain(p, out, (*parts, p.name))
     elif src.is_file():
         try:  # what was checked above may have become a link since: the copy itself follows none
-            copy_plain(src, dest)
+            with open_existing(src, "rb") as a, open_under(out, *parts, mode="wb") as b:
+                shutil.copyfileobj(a, b)
         except OSError:
             return

@@ -36,7 +36,11 @@ HOST_PATHS = {"cgroup": ("/sys/fs/cgroup", "Directory"), "tracing": ("/sys/kerne
               # bundle's config.json is root on the node: issue 52 M4)
               "contend-guard-state": ("/run/contend/guard", "DirectoryOrCreate"),
               # the watch's eBPF: BTF (the TCP round-trip probe's types); the CRI's socket (pods' names)
-              "btf": ("/sys/kernel/btf", "Directory"), "cri": ("/run/containerd/containerd.sock", "Socket")}
+              "btf": ("/sys/kernel/btf", "Directory"), "cri": ("/run/containerd/containerd.sock", "Socket"),
+              # the kubelet's links <pod>_<ns>_<container>-<id>.log: the pods' names without the CRI's socket
+              "pod-logs": ("/var/log/containers", "Directory"),
+              # a v1 node's blkio hierarchy alone, writable over a read-only /sys/fs/cgroup (render-guard --blkio-only)
+              "cgroup-blkio": ("/sys/fs/cgroup/blkio", "Directory")}
 READ_ONLY = {"modules"}
 # the guard writes caps and keeps its state; it traces nothing and, its disks configured, calibrates nothing
 GUARD_HOST_PATHS = ("cgroup", "contend-guard-state")
@@ -191,11 +195,16 @@ GUARD_SECURITY = {"privileged": False, "allowPrivilegeEscalation": False, "readO
 WATCH_SECURITY = {**GUARD_SECURITY, "runAsUser": 65534, "runAsGroup": 65534, "runAsNonRoot": True}
 
 
-def guard_manifests(config: dict, opt: Options) -> dict[str, list[dict]]:
+def guard_manifests(config: dict, opt: Options, blkio_only: bool = False) -> dict[str, list[dict]]:
     """A DaemonSet of `contend guard` on every node (or those with the node label), its config in a
-    ConfigMap, and a Service that names the metrics port (what a ServiceMonitor selects)."""
+    ConfigMap, and a Service that names the metrics port (what a ServiceMonitor selects). uid 0 with
+    /sys/fs/cgroup writable may write any cgroup file (cgroup.kill, the kubelet's memory.max); `blkio_only` (every
+    node cgroup v1 or hybrid) mounts /sys/fs/cgroup read-only and only its blkio hierarchy writable over it, which
+    is all the guard writes there. A v2 node keeps io.max in every cgroup's own directory: no mount narrows that."""
+    paths = ("cgroup", "cgroup-blkio", "contend-guard-state") if blkio_only else GUARD_HOST_PATHS
     return node_daemon("guard", ["contend", "guard", "--config", f"{SPEC_MOUNT}/guard.yaml"], METRICS_PORT, opt,
-                       GUARD_HOST_PATHS, config={"guard.yaml": yaml.safe_dump(config, sort_keys=False)},
+                       paths, config={"guard.yaml": yaml.safe_dump(config, sort_keys=False)},
+                       read_only={"cgroup"} if blkio_only else frozenset(),
                        grace_s=30)  # the guard removes every cap on SIGTERM: the grace period gives it time to
 
 
@@ -216,18 +225,28 @@ WATCH_EBPF_SECURITY = {**GUARD_SECURITY, "capabilities": {"drop": ["ALL"], "add"
 
 
 def watch_manifests(opt: Options, targets: tuple[str, ...] = WATCH_TARGETS, ebpf: bool = False,
-                    cri: str = CRI_SOCKET) -> dict[str, list[dict]]:
+                    cri: str = CRI_SOCKET, pod_names: str = "logs") -> dict[str, list[dict]]:
     """A DaemonSet of `contend watch` on every node (or those with the node label): verdicts as JSON lines in
-    the pod's log, Prometheus on its port, pods named through the node's CRI (its socket mounted read-only).
-    Without eBPF it runs as nobody with no capability, and the CPU symptom is the pod's CPU pressure (PSI,
-    cgroup v2 nodes); nobody cannot open the CRI's socket, so pods are named by their cgroups' paths. With eBPF,
-    root's uid with EBPF_CAPS (not privileged), tracefs and BTF read-only: the run-queue delay and the time each
-    pod took, and the pods' names."""
+    the pod's log, Prometheus on its port, pods named as `pod_names` says: `logs` (the default) from the kubelet's
+    links in /var/log/containers, mounted read-only, with no socket; `cri` through the node's CRI socket (the pods'
+    labels too), eBPF only: whoever may connect(2) to that socket may create a privileged pod, read-only mount or
+    not, so it is mounted only where the watch is root already; `paths` neither. Without eBPF it runs as nobody
+    with no capability, and the CPU symptom is the pod's CPU pressure (PSI, cgroup v2 nodes). With eBPF, root's uid
+    with EBPF_CAPS (not privileged, but CAP_SYS_ADMIN and CAP_BPF: node-root-equivalent, docs/security.md),
+    tracefs and BTF read-only: the run-queue delay and the time each pod took."""
+    if pod_names == "cri" and not ebpf:
+        raise ValueError("--pod-names cri: the PSI-only watch runs as nobody, who cannot connect to the CRI's "
+                         "socket (and must not: it is root on the node); --pod-names logs names the pods without it")
+    if pod_names != "cri" and any(t.startswith("k8s:label=") for t in targets):
+        raise ValueError(f"--target {next(t for t in targets if t.startswith('k8s:label='))}: pods' labels come "
+                         "only through the CRI's socket (--ebpf --pod-names cri)")
     command = ["contend", "watch", "--json", *([] if ebpf else ["--no-ebpf"]), "--metrics", f"0.0.0.0:{WATCH_PORT}",
-               "--cri", cri]
+               "--pod-names", pod_names, *({"cri": ["--cri", cri], "logs": ["--pod-logs", HOST_PATHS["pod-logs"][0]]}
+                                           .get(pod_names, []))]
     for t in targets:
         command += ["-t", t]
-    paths = ("cgroup", "cri", *(("tracing", "btf") if ebpf else ()))
+    names = {"cri": ("cri",), "logs": ("pod-logs",)}.get(pod_names, ())
+    paths = ("cgroup", *names, *(("tracing", "btf") if ebpf else ()))
     return node_daemon("watch", command, WATCH_PORT, opt, paths, read_only=set(paths), grace_s=10,
                        security=WATCH_EBPF_SECURITY if ebpf else WATCH_SECURITY,
                        paths={"cri": cri.removeprefix("unix://")})

@@ -123,6 +123,10 @@ class CriNode:
         self.cri: Cri | None = None
         self.pods: list[Pod] = []
         self.host = detect()
+        # as a kubelet keeps them: each pod's logs in pods/<ns>_<pod>_<uid>/<container>/<attempt>.log and a link to
+        # each in containers/<pod>_<ns>_<container>-<id>.log (what `contend watch --pod-names logs` reads)
+        self.logs = state / "logs"
+        self.attempts: dict[tuple[str, str], int] = {}  # (pod id, container) -> its last attempt
         self._made: list[str] = []  # cgroups (relative) that did not exist before a pod of ours
 
     @property
@@ -192,7 +196,7 @@ class CriNode:
         # no hostname: on the node's network the pod has the node's UTS namespace
         config = api.PodSandboxConfig(
             metadata=api.PodSandboxMetadata(name=name, uid=uid, namespace=namespace, attempt=0),
-            log_directory=str(self.state / "logs" / uid), labels=labels or {},
+            log_directory=str(self.logs / "pods" / f"{namespace}_{name}_{uid}"), labels=labels or {},
             linux=api.LinuxPodSandboxConfig(
                 cgroup_parent="/" + cg,  # absolute, as the kubelet gives it (relative: below containerd's own)
                 security_context=api.LinuxSandboxSecurityContext(
@@ -204,18 +208,22 @@ class CriNode:
         return pod
 
     def run(self, pod: Pod, name: str, command: list[str], caps: tuple[str, ...] = (),
-            binds: tuple[str, ...] = (), seccomp: str = "RuntimeDefault") -> str:
+            binds: tuple[str, ...] = (), seccomp: str = "RuntimeDefault", data: Path | None = None) -> str:
         """A container of the pod running `command` (a program of the host's /usr, bound read-only), as strict as
         runc's defaults: no capabilities (but `caps`), no new privileges, the runtime's seccomp profile, a
-        read-only root; `binds`: more host paths, read-only; `seccomp`: RuntimeDefault or Unconfined."""
+        read-only root; `binds`: more host paths, read-only; `seccomp`: RuntimeDefault or Unconfined; `data`: a
+        host directory at /data, writable (a pod's volume on the node's disk)."""
         assert self.cri is not None
-        scratch = self.state / "scratch" / pod.uid / name  # its /tmp and working directory (a pod's emptyDir)
+        attempt = self.attempts[(pod.id, name)] = self.attempts.get((pod.id, name), -1) + 1
+        scratch = self.state / "scratch" / pod.uid / f"{name}.{attempt}"  # its /tmp and working directory
         scratch.mkdir(parents=True, mode=0o700)
+        (Path(pod.config.log_directory) / name).mkdir(parents=True, exist_ok=True)
         mounts = [api.Mount(container_path=p, host_path=p, readonly=True) for p in (*host_binds(), *binds)]
         cfg = api.ContainerConfig(
-            metadata=api.ContainerMetadata(name=name, attempt=0), image=api.ImageSpec(image=IMAGE),
-            command=command, working_dir="/tmp", log_path=f"{name}.log",
-            mounts=[*mounts, api.Mount(container_path="/tmp", host_path=str(scratch))],
+            metadata=api.ContainerMetadata(name=name, attempt=attempt), image=api.ImageSpec(image=IMAGE),
+            command=command, working_dir="/tmp", log_path=f"{name}/{attempt}.log",
+            mounts=[*mounts, api.Mount(container_path="/tmp", host_path=str(scratch)),
+                    *([api.Mount(container_path="/data", host_path=str(data))] if data is not None else [])],
             linux=api.LinuxContainerConfig(security_context=api.LinuxContainerSecurityContext(
                 capabilities=api.Capability(drop_capabilities=["ALL"], add_capabilities=list(caps)),
                 no_new_privs=True, readonly_rootfs=True,
@@ -223,12 +231,26 @@ class CriNode:
         cid = self.cri.call("CreateContainer", api.CreateContainerRequest(
             pod_sandbox_id=pod.id, config=cfg, sandbox_config=pod.config)).container_id
         self.cri.call("StartContainer", api.StartContainerRequest(container_id=cid))
+        links = self.logs / "containers"
+        links.mkdir(parents=True, exist_ok=True)
+        # the kubelet cuts a link's name at 255 characters (kuberuntime's logSymlink): a long one loses its id's end
+        (links / (f"{pod.name}_{pod.namespace}_{name}-{cid}"[:251] + ".log")).symlink_to(
+            Path(pod.config.log_directory) / name / f"{attempt}.log")
         return cid
 
+    def restart(self, pod: Pod, name: str, cid: str, command: list[str], **kw) -> str:
+        """A container of the pod that ended, made again as the kubelet restarts one (a crash loop): the old one
+        removed, the same name with the next attempt, a new id and cgroup."""
+        assert self.cri is not None
+        self.cri.call("StopContainer", api.StopContainerRequest(container_id=cid, timeout=0))
+        self.cri.call("RemoveContainer", api.RemoveContainerRequest(container_id=cid))
+        return self.run(pod, name, command, **kw)
+
     def log(self, pod: Pod, name: str) -> str:
-        """What a container of the pod wrote (the CRI's log format: time, stream, tag, line)."""
+        """What a container of the pod wrote last (the CRI's log format: time, stream, tag, line)."""
         try:
-            return (self.state / "logs" / pod.uid / f"{name}.log").read_text(errors="replace")
+            attempt = self.attempts.get((pod.id, name), 0)
+            return (Path(pod.config.log_directory) / name / f"{attempt}.log").read_text(errors="replace")
         except OSError:
             return ""
 
@@ -237,6 +259,8 @@ class CriNode:
         self.cri.call("StopPodSandbox", api.StopPodSandboxRequest(pod_sandbox_id=pod.id))
         self.cri.call("RemovePodSandbox", api.RemovePodSandboxRequest(pod_sandbox_id=pod.id))
         self.pods.remove(pod)
+        for link in (self.logs / "containers").glob(f"{pod.name}_{pod.namespace}_*"):  # the kubelet's GC
+            link.unlink(missing_ok=True)
 
     def shims(self) -> list[int]:
         """The shims this node's containerd started (their command line names its socket: `-address SOCK`)."""

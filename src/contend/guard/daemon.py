@@ -189,6 +189,7 @@ class Guard:
         self._hook_told: dict[str, str] = {}  # device -> the state the hook was last told
         self._last_hook = -math.inf
         self._last_scan = -math.inf
+        self.scanned_at = -math.inf  # when the last scan() began resolving the targets (monotonic)
         self._logged_caps: dict[tuple[str, str], float | None] = {}
         self.escapes: dict[str, tuple[str, ...]] = {d: () for d in disks}  # per disk, the targets escaping now
         self.credit: dict[str, dict[str, float]] = {d: {} for d in disks}  # per disk, charges not written yet
@@ -198,11 +199,17 @@ class Guard:
         # caps on a disk only while gate(disk) says so (contend watch --guard: while it blames a container for a
         # disk); otherwise none, and the policy goes on learning everybody's lifeline
         self.gate: Callable[[str], bool] | None = None
+        # the targets as somebody else resolved them (contend watch --guard: the watch's own, so the guard caps by
+        # the same identity the watch blames by; issue 95 M2); None: the guard resolves cfg.targets itself
+        self.source: Callable[[], dict[str, Resolved]] | None = None
+        self.on_log: Callable[[str, dict], None] | None = None  # told every event the log is told
         self._closed = False
         self._logged_weights: dict[tuple[str, str], int | None] = {}
 
     # -- logs and alerts
     def log(self, event: str, **fields) -> None:
+        if self.on_log is not None:
+            self.on_log(event, fields)
         if self.log_stream is None:
             return
         line = {"ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "event": event, **fields}
@@ -241,8 +248,9 @@ class Guard:
     def scan(self, strict: bool = False) -> None:
         """Resolve every selector again: new targets start being watched, gone ones lose their caps.
         strict (at start): a selector that names nothing is an error (TargetError)."""
-        found: dict[str, Resolved] = {}
-        for sel in self.cfg.targets:
+        began = time.monotonic()
+        found: dict[str, Resolved] = dict(self.source()) if self.source is not None else {}
+        for sel in self.cfg.targets if self.source is None else ():
             try:
                 for r in resolve(self.host, sel.target, sel.weight):
                     found.setdefault(r.name, r)
@@ -270,6 +278,7 @@ class Guard:
                 self.targets[name] = r
                 self.log("target-added", target=name, cgroup=r.relpath, weight=r.weight)
         self.metrics.targets.set(len(self.targets))
+        self.scanned_at = began
 
     def wait_for_targets(self, stop: threading.Event | None = None) -> None:
         """scan(strict=True), waiting up to cfg.wait_s for a named target that does not exist yet (a guard

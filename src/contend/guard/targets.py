@@ -27,6 +27,7 @@ from pathlib import Path
 from ..cgroups import PREFIX, CgroupHost
 from ..cgroups.base import confined
 from ..cri.client import Cri, PodContainer, container_id, qos_class
+from ..cri.logs import PodLogs
 from ..failures import Failure
 
 
@@ -107,7 +108,7 @@ def _engine(binary: str, what: str) -> list[tuple[str, int]]:
     return [(d["Name"].lstrip("/"), int(d["State"]["Pid"])) for d in docs if d.get("State", {}).get("Pid")]
 
 
-def resolve(host: CgroupHost, selector: str, weight: float = 1.0, cri: Cri | None = None) -> list[Resolved]:
+def resolve(host: CgroupHost, selector: str, weight: float = 1.0, cri: Cri | PodLogs | None = None) -> list[Resolved]:
     """The cgroups a selector names now. A `cgroup:` that does not exist is an error; engine selectors
     by label, `contend` and `k8s:` may name nothing for a while. `k8s:` asks `cri` (a CriError from it is the
     caller's to say: it may name the pods by their paths instead, with cri=None)."""
@@ -145,16 +146,32 @@ def _resolve(host: CgroupHost, kind: str, what: str, selector: str, weight: floa
     raise TargetError(f"unknown target {selector!r}")
 
 
-def k8s_targets(host: CgroupHost, what: str, weight: float, cri: Cri | None) -> list[Resolved]:
-    """The pod containers a k8s: selector names: by the CRI's names, each matched to its cgroup by its id;
-    without a CRI, every one by its cgroup's path (`k8s:` alone: a selection needs the names)."""
+def k8s_targets(host: CgroupHost, what: str, weight: float, cri: Cri | PodLogs | None) -> list[Resolved]:
+    """The pod containers a k8s: selector names: by the CRI's names (or the kubelet's links: cri.logs), each
+    matched to its cgroup by its id; without either, every one by its cgroup's path (`k8s:` alone: a selection
+    needs the names)."""
     cgroups = pod_cgroups(host)
     if cri is None:
         if what:
             raise TargetError(f"k8s:{what}: no CRI runtime answers here, so pods have no names to select by")
         return [Resolved(rel, rel, weight, qos_class(rel)) for rel in sorted(cgroups.values())]
-    return sorted((Resolved(c.name, cgroups[c.id], weight, qos_class(cgroups[c.id])) for c in cri.running()
-                   if c.id in cgroups and k8s_match(what, c)), key=lambda r: r.name)
+    if what.startswith("label=") and isinstance(cri, PodLogs):
+        raise TargetError(f"k8s:{what}: {cri.endpoint} name pods but carry no labels (--pod-names cri)")
+    out = {}
+    for c in cri.running():
+        cid = c.id if c.id in cgroups else _by_prefix(c.id, cgroups)
+        if cid and k8s_match(what, c):
+            out[cid] = Resolved(c.name, cgroups[cid], weight, qos_class(cgroups[cid]))
+    return sorted(out.values(), key=lambda r: r.name)
+
+
+def _by_prefix(cid: str, cgroups: dict[str, str]) -> str:
+    """The one container id that starts with `cid` (a kubelet's link cut at 255 characters lost the end of its
+    id), '' for none or several."""
+    if len(cid) >= 64:
+        return ""
+    found = [k for k in cgroups if k.startswith(cid)]
+    return found[0] if len(found) == 1 else ""
 
 
 def k8s_match(what: str, c: PodContainer) -> bool:

@@ -12,7 +12,8 @@ from rich.text import Text
 
 from ..metrics.compare import Comparison, compare, regressions, tally
 from ..store import METRICS_CSV, read_metrics_csv
-from .table import cell, untrusted
+from ..terminal import untrusted
+from .table import cell
 
 __all__ = ["as_json", "compare_dirs", "regressions", "rich_compare"]
 

@@ -10,17 +10,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from ..paths import open_new
+from ..paths import check_name, open_under
 
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 110})
 
 
-def save(fig: Figure, path: Path) -> Path:
-    """Write path.png and path.svg (path has no suffix of its own: trial ids contain dots); returns the PNG."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    png = path.with_name(path.name + ".png")
-    for out, fmt in ((png, "png"), (path.with_name(path.name + ".svg"), "svg")):
-        with open_new(out, "wb") as f:
-            fig.savefig(f, format=fmt, bbox_inches="tight")
-    plt.close(fig)
-    return png
+FIGURES = "figures"  # a results directory's figures, beside report.html
+
+
+def save(fig: Figure, directory: Path, name: str) -> Path:
+    """Write directory/figures/NAME.png and .svg (NAME has no suffix of its own: trial ids contain dots; it is a
+    name, never a path: it comes from the store); returns the PNG. No link is followed below `directory`."""
+    check_name(name, "a figure's name")
+    try:
+        for fmt in ("png", "svg"):
+            with open_under(directory, FIGURES, f"{name}.{fmt}", mode="wb") as f:
+                fig.savefig(f, format=fmt, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return directory / FIGURES / f"{name}.png"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
@@ -17,6 +17,8 @@ from rich.console import Group
 from ..metrics import aggregate
 from ..paths import write_text
 from ..store import METRICS_CSV, Store, write_metrics_csv
+from .answer import Answer, cards
+from .table import Fitted, answers_block
 
 
 def kind_page(module_file: str) -> Path:
@@ -36,6 +38,7 @@ def write_page(directory: Path, template: str | Path, embedded: list[dict], **co
     env = jinja2.Environment(loader=jinja2.ChoiceLoader([*own, shared]), autoescape=True,
                              undefined=jinja2.ChainableUndefined)
     spec = read_yaml(directory / "spec.yaml")
+    context["answer_cards"] = cards(context.pop("answers", []))  # the first screen: _answers.html.j2
     html = env.get_template(template.name if isinstance(template, Path) else template).render(
         name=spec.get("name", directory.name), description=spec.get("description", ""),
         host=read_json(directory / "host.json"), written=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -63,7 +66,17 @@ def read_json(p: Path) -> dict:
 class Written:
     rows: list[dict]  # the aggregated metrics, as in metrics.csv
     path: Path  # report.html
-    table: Group  # the results table(s) for the terminal
+    table: Group  # the results table(s) for the terminal, in the view(s) shown by default
+    answers: list[Answer] = field(default_factory=list)  # the answer per cell, said first (report/answer.py)
+    views: Callable[[str], Group] | None = None  # the tables in other views (`--views all`), where a kind has them
+
+    def terminal(self, title: str, views: str = "read") -> Group:
+        """What the terminal shows: the answers first, then the tables (folded where too wide: never cut)."""
+        table = self.table if views == "read" or self.views is None else self.views(views)
+        return Group(Fitted(answers_block(self.answers, title)), Fitted(table))
+
+    def as_json(self) -> dict:
+        return {"answers": [a.as_json() for a in self.answers], "metrics": self.rows}
 
 
 def fewer_repetitions(trials: list[dict]) -> list[str]:

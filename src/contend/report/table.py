@@ -1,15 +1,15 @@
-"""What every kind's tables share: a mean with its interval as text, a string from a file contend did not write
-made safe, captioned text tables for the terminal and markdown. (The isolation study's Table 4 is its own:
-kinds/isolation/table.py.)"""
+"""What every kind's tables share: a mean with its interval as text, captioned text tables for the terminal and
+markdown. (The isolation study's Table 4 is its own: kinds/isolation/table.py; a string from a file contend did
+not write is made safe by terminal.untrusted.)"""
 from __future__ import annotations
 
 import math
-import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -41,16 +41,6 @@ def cell(r: dict | None) -> str:
     if r is None or r["value"] is None or math.isnan(r["value"]):
         return "n/a"
     return ci_text(r, brackets=False)
-
-
-# ---------------------------------------------------------------- Volpert et al. Table 4
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # a terminal's escapes, kept: tab and newline
-
-
-def untrusted(text) -> Text:
-    """A string from a file contend did not write (metrics.csv, trial.json) as plain text: never Rich markup (a
-    `[/oops]` was a traceback), never a terminal escape (one cleared the screen): issue 52 L2."""
-    return Text(CONTROL.sub("?", str(text)))
 
 
 # ------------------------------------------------------------------ captioned text tables (parallel, victim)
@@ -95,3 +85,85 @@ def markdown_tables(tables: Iterable[TextTable], title: str, intro: str = "") ->
         out += ["| " + " | ".join(line) + " |" for line in t.lines]
         out += [""] + [f"({i}) {n}" for i, n in enumerate(t.notes, 1)] + ([""] if t.notes else [])
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------ tables that fit, answers first (issue 97)
+class Fitted:
+    """A renderable (a Table, or a Group of them and text) that never cuts a cell or a label: a table wider
+    than the console is folded, one block per row (its label columns as the block's heading, then each other
+    column as `head: value`), where Rich would have cut its cells to `…`. Text wraps at words as ever."""
+
+    def __init__(self, renderable):
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions):
+        yield from _fit(self.renderable, console, options)
+
+
+def _fit(r, console: Console, options: ConsoleOptions):
+    if isinstance(r, Group):
+        for part in r.renderables:
+            yield from _fit(part, console, options)
+    elif isinstance(r, Table):
+        yield r if width_needed(console, r) <= options.max_width else folded(r)
+    else:
+        yield r
+
+
+def width_needed(console: Console, table: Table) -> int:
+    """The fewest columns a table takes with no cell cut (Rich's minimum: a no_wrap column's widest cell, a
+    wrapping column's longest word, the borders and padding)."""
+    return Measurement.get(console, console.options.update(width=10_000, max_width=10_000), table).minimum
+
+
+def _text(cell) -> str:
+    if isinstance(cell, Text):
+        return cell.plain
+    return Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
+
+
+def folded(table: Table) -> Group:
+    """The table as blocks, one a row: its leading left-justified columns (names) as the heading, carried down where a
+    row leaves them blank (as the tables do under a runtime's first row), the others as `head: value` lines."""
+    cols = table.columns
+    names = []  # the leading left-justified columns (a note at the end is a value, not a name)
+    for i, c in enumerate(cols):
+        if c.justify not in ("left", "default", None):
+            break
+        names.append(i)
+    names = names or [0]
+    title = table.title if table.title is not None else ""
+    out: list = [Text(_text(title), style="bold")] if title else []
+    held = [""] * len(cols)
+    for row in range(table.row_count):
+        cells = [_text(c._cells[row]) if row < len(c._cells) else "" for c in cols]
+        for i in names:
+            if cells[i]:
+                held[i] = cells[i]
+                for j in (k for k in names if k > i):
+                    held[j] = cells[j]
+        heading = "  ".join(held[i] for i in names if held[i])
+        out.append(Text(heading, style="bold"))
+        out += [Text(f"    {_text(cols[i].header)}: {cells[i]}") for i in range(len(cols))
+                if i not in names and cells[i]]
+    return Group(*out)
+
+
+TONES = {"good": "green", "bad": "bold red", "unsure": "yellow"}
+
+
+def answers_block(answers: Sequence, title: str) -> Group:
+    """The answer first: a heading, then one line per cell (its subject's parts aligned in columns, the word in
+    its tone's colour, the number and why); lines wrap, never cut."""
+    if not answers:
+        return Group()
+    widths = [max(len(a.subject[i]) if i < len(a.subject) else 0 for a in answers)
+              for i in range(max(len(a.subject) for a in answers))]
+    word_w = max(len(a.word) for a in answers)
+    lines: list = [Text(f"{title}: the answer", style="bold")]
+    for a in answers:
+        t = Text("  ".join(s.ljust(w) for s, w in zip(a.subject, widths)) + "  ")
+        t.append(a.word.ljust(word_w), style=TONES.get(a.tone, ""))
+        t.append(f"  {a.number}" + (f"; {a.why}" if a.why else ""))
+        lines.append(t)
+    return Group(*lines, Text(""))

@@ -13,6 +13,7 @@ from ..metrics import aggregate
 from ..metrics.victim import measured_windows, paired
 from ..paths import write_text
 from ..store import Store
+from .answer import Answer
 from .figures import Figure, plt, save
 from .page import Written, write_page
 from .table import TextTable, markdown_tables, rich_text_tables
@@ -136,7 +137,8 @@ def _gaps(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------------ the results directory
 def victim_page(directory: Path, store: Store, title: str, kind: str, rows: list[dict], tables: list[TextTable],
-                summary: list[dict], timeline_of: Callable[[str, dict, object, object, list[dict]], Figure]) -> Written:
+                summary: list[dict], timeline_of: Callable[[str, dict, object, object, list[dict]], Figure],
+                answers: Sequence[Answer] = ()) -> Written:
     """victim-tables.md, a timeline per measured trial (`timeline_of(name, trial, samples, steps, events)`) and
     report.html, after the kind's own tables and summary figures."""
     write_text(directory / "victim-tables.md", markdown_tables(tables, title))
@@ -145,8 +147,8 @@ def victim_page(directory: Path, store: Store, title: str, kind: str, rows: list
         samples, steps, events = store.samples(t["trial_id"]), store.steps(t["trial_id"]), store.events(t["trial_id"])
         name = f"{t['runtime']} · {t['resource']} · rep {t['repetition']}"
         fig = timeline_of(name, t, samples, steps, events)
-        timelines.append({"title": name, "png": save(fig, directory / "figures" / f"timeline-{t['trial_id']}")})
+        timelines.append({"title": name, "png": save(fig, directory, f"timeline-{t['trial_id']}")})
     out = write_page(directory, "victim.html.j2", summary + timelines, tables=tables, summary=summary,
-                     timelines=timelines, kind=kind,
+                     timelines=timelines, kind=kind, answers=list(answers),
                      events=[e for e in store.events() if e["kind"] not in ("attack-start",)])
-    return Written(rows, out, rich_text_tables(tables, title))
+    return Written(rows, out, rich_text_tables(tables, title), list(answers))

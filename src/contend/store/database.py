@@ -22,7 +22,7 @@ import numpy as np
 
 from ..faults import checkpoint
 from ..measured import Samples, StepWindow
-from ..paths import open_new
+from ..paths import NAME, BadName, check_name, open_new
 from .cells import Cell
 
 DB = "contend.duckdb"
@@ -56,7 +56,15 @@ TABLES = {"trials", "steps", "samples", "events", "trial_metrics", "metrics", "t
 
 
 class ForeignStore(ValueError):
-    """A store that holds more than contend's own tables: never read."""
+    """A store that holds more than contend's own tables, or a row whose name is not a name: never read."""
+
+
+# the columns whose values become file names (figures/timeline-TRIAL.png, frames/TRIAL.jsonl, copts/BENCHMARK/
+# RUNTIME/...): each must be a paths.NAME in every row (issue 95 H1); a tenant may be empty (a trial's own event)
+NAMED = {"trials": ("trial_id", "runtime"), "steps": ("trial_id", "tenant"),
+         "samples": ("trial_id", "tenant"), "events": ("trial_id", "tenant"), "trial_metrics": ("trial_id",)}
+MAY_BE_EMPTY = {"tenant"}
+SQL_NAME = NAME.pattern.replace("\\w", "A-Za-z0-9_").removesuffix("\\Z")  # the same rule, as RE2 spells it
 
 
 COMMON = ("trial_id", "kind", "runtime", "repetition", "status", "reason", "started_at", "ended_at", "capacity",
@@ -91,6 +99,7 @@ class Store:
         self.con = duckdb.connect(str(path), read_only=read_only, config=SAFE)
         try:
             self._refuse_foreign()
+            self._refuse_bad_names()
         except ForeignStore:
             self.con.close()
             raise
@@ -125,6 +134,33 @@ class Store:
             raise ForeignStore(f"{self.dir / DB}: not a store contend wrote (it defines {', '.join(found[:3])}"
                                f"{' …' if len(found) > 3 else ''}): refused, never read")
 
+    def _refuse_bad_names(self) -> None:
+        """Every value that becomes a file name is a name (NAMED; a cell table's text columns too): a store from
+        elsewhere whose trial id is `../../etc/logrotate.d/x` is refused at its first row so, never written."""
+        tables = [r[0] for r in self.con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT internal"
+                                                 ).fetchall()]
+        for table in sorted(tables, key=lambda t: (t != "trials", not t.startswith("cells_"), t)):
+            types = dict(self.con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ?",
+                                          [table]).fetchall())
+            named = NAMED.get(table, ()) if not table.startswith("cells_") else \
+                [c for c, ty in types.items() if ty == "VARCHAR"]
+            for col in (c for c in named if c in types):
+                # names from code, never data (duckdb_tables and NAMED); the distinct values first, then the row
+                cond = "coalesce(v, '') <> '' AND " if col in MAY_BE_EMPTY else ""
+                bad = self.con.execute(f"SELECT v FROM (SELECT DISTINCT {col} AS v FROM {table}) WHERE {cond}"
+                                       "NOT coalesce(regexp_full_match(v, ?), false) LIMIT 1", [SQL_NAME]).fetchone()
+                if bad is None:
+                    continue
+                row = self.con.execute(f"SELECT n FROM (SELECT row_number() OVER () AS n, {col} AS v FROM {table}) "
+                                       "WHERE v IS NOT DISTINCT FROM ? LIMIT 1", [bad[0]]).fetchone()
+                try:
+                    check_name(bad[0])
+                    why = f"{bad[0]!r} is not a name"
+                except BadName as e:
+                    why = str(e)
+                raise ForeignStore(f"{self.dir / DB}: {table} row {row[0] if row else '?'}: {col}: {why}: refused, "
+                                   "never read")
+
     def _columns(self, table: str, catalog: str | None = None) -> list[str]:
         """A table's columns in order (none: no such table); `catalog`: an attached database's name."""
         return [r[0] for r in self.con.execute(
@@ -142,6 +178,7 @@ class Store:
                 raise ValueError(f"{self.dir}: written by an older contend; `contend report {self.dir}` "
                                  "converts it")
             self._convert(cell)
+            self._refuse_bad_names()  # the cells an older directory's labels became
         elif not self.read_only:
             self.con.execute(cell.ddl())
         self.cell = cell
@@ -178,6 +215,7 @@ class Store:
         events."""
         con = self.con
         cell = type(rec.cell)
+        check_name(rec.trial_id, "trial id")
         if self.cell is not cell:
             self.bind(cell)
         con.execute("BEGIN TRANSACTION")
@@ -209,10 +247,12 @@ class Store:
             con.execute("ROLLBACK")
             raise
 
-    def merge(self, other: Path) -> list[str]:
+    def merge(self, other: Path, only: set[str] | None = None) -> list[str]:
         """Every trial of another results directory's store (of this store's kind), with all it measured, in
         one transaction (a trial already here under the same id is replaced). Returns the trial ids taken.
-        Metrics are not copied: they are recomputed from the samples (report.refresh)."""
+        `only`: the trial ids it may hold (an artefact's label names one: a store that also holds another node's
+        trial would replace that node's). Its names are checked as it opens (_refuse_bad_names). Metrics are
+        not copied: they are recomputed from the samples (report.refresh)."""
         if self.cell is None:
             raise ValueError(f"{self.dir}: merge needs the store's kind (Store(..., cell=...))")
         con, cell = self.con, self.cell
@@ -221,6 +261,13 @@ class Store:
             if "kind" not in src._columns("trials"):
                 raise ValueError(f"{other}: written by an older contend; `contend report {other}` converts it")
             ids = [r[0] for r in src.con.execute("SELECT trial_id FROM trials ORDER BY started_at").fetchall()]
+            if only is not None:
+                held = sorted({r[0] for t in ("trials", cell.table(), "steps", "samples", "events")
+                               if src._columns(t) for r in src.con.execute(f"SELECT DISTINCT trial_id FROM {t}"
+                                                                           ).fetchall()} - only)
+                if held:
+                    raise ValueError(f"{other}: holds trial {held[0]!r}, not only {', '.join(sorted(only))}: "
+                                     "refused")
             if not ids:
                 return []
             kinds = {r[0] for r in src.con.execute("SELECT DISTINCT kind FROM trials").fetchall()}

@@ -6,6 +6,7 @@ import gc
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -13,7 +14,7 @@ import typer
 
 from ..guard.cli import guard_capacities, guard_disks
 from ..pageout import give_back
-from ..terminal import console, fail, need_root, term_as_interrupt
+from ..terminal import console, fail, need_root, plain, term_as_interrupt
 
 # the libraries the watch needs to start and seldom after: gRPC's core (the CRI client: a call per 30-s refresh
 # reads back the few pages it uses), protobuf's, the TLS and hashing ones the HTTP modules import and the endpoint
@@ -54,6 +55,10 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                             "is blamed for a disk (and while it presses against "
                                                             "its cap), the guard's policy caps the disk's users; "
                                                             "every cap removed when it stops."),
+          strict: bool = typer.Option(False, "--strict", help="With --guard: stop with exit 1 as soon as a disk "
+                                                              "culprit the watch blames is one the guard cannot "
+                                                              "cap (said once either way, in the live view and "
+                                                              "the log)."),
           capacity: list[str] = typer.Option([], "--capacity", metavar="MAJ:MIN=RATE",
                                              help="With --guard: a disk and what it delivers, e.g. 254:0=4G "
                                                   "(repeatable; default: the calibrated disk)."),
@@ -61,13 +66,21 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                         help="The node's CRI socket, where k8s: targets get the pods' names "
                                              "(repeatable: the first that answers; default: containerd's "
                                              "/run/containerd/containerd.sock, then CRI-O's "
-                                             "/var/run/crio/crio.sock).")):
+                                             "/var/run/crio/crio.sock)."),
+          pod_names: str = typer.Option("auto", "--pod-names", metavar="auto|cri|logs|paths",
+                                        help="Where k8s: targets get the pods' names: cri (the CRI's socket, with "
+                                             "the pods' labels; whoever may connect to it is root on the node), "
+                                             "logs (the kubelet's links in --pod-logs: no socket, no labels), "
+                                             "paths (the cgroups' paths), auto (cri where a runtime answers)."),
+          pod_logs: str = typer.Option("/var/log/containers", "--pod-logs", metavar="DIR",
+                                       help="With --pod-names logs: the kubelet's links <pod>_<ns>_<container>-<id>"
+                                            ".log (read, never followed).")):
     """Who hurts whom on this host, now: every period, each watched container's symptoms (run-queue delay,
     pressure, its own throttling, its disk's latency) against its own baseline, and a blame when a neighbour's
     use rose with it; a container held by its own limit is its own doing. Sets nothing, unless --guard
     (docs/watch.md)."""
     from ..watch.daemon import WatchConfig, Watcher
-    from ..watch.view import event_line, table
+    from ..watch.view import event_line
     if record is not None and replay is not None:
         fail("--record and --replay: one or the other")
 
@@ -76,9 +89,11 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
 
     if replay is not None:
         return _watch_replay(replay, emit)
-    targets = _watch_checks(target, metrics, disk, cri)
+    targets = _watch_checks(target, metrics, disk, cri, pod_names)
     if capacity and not guard:
         fail("--capacity: only with --guard")
+    if strict and not guard:
+        fail("--strict: only with --guard")
     given = guard_capacities(capacity) if capacity else {}  # the guard's config (pydantic, numpy) only if asked
     if ebpf or guard:  # the PSI-only watch reads world-readable files: any user may run it (a DaemonSet's nobody)
         need_root("contend watch" + (" --guard" if guard else " (eBPF: --no-ebpf watches without root)"))
@@ -91,7 +106,7 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     term_as_interrupt()
     live = sys.stdout.isatty() and not as_json
     cfg = WatchConfig(targets, period=period, ebpf=ebpf, net_rtt=net_rtt, metrics=metrics, disks=list(disk) or None,
-                      hook=hook, cri=tuple(cri) or WatchConfig.cri)
+                      hook=hook, cri=tuple(cri) or WatchConfig.cri, pod_names=pod_names, pod_logs=pod_logs)
     try:
         w = Watcher(cfg, events=None if live else emit, record=out)
     except OSError as e:  # the metrics port taken, say
@@ -100,8 +115,8 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
         return
     if guard:
         from ..watch.handoff import GuardHandoff
-        # the guard's JSON log on stderr, but not under the live table
-        w.handoff = GuardHandoff(targets, capacities, w.host, log=None if live else sys.stderr,
+        # the guard's JSON log on stderr, but not under the live table; its targets the watch's own (same names)
+        w.handoff = GuardHandoff(targets, lambda: w.targets, capacities, w.host, log=None if live else sys.stderr,
                                  clock0=w.collector.clock0).start()
     try:
         w.start()  # its first scan and reading while bpftrace compiles
@@ -109,27 +124,52 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
         w.close()
         return
     for prob in w.problems:
-        print(f"contend: {prob}", file=sys.stderr)
+        print(f"contend: {plain(prob, limit=2000)}", file=sys.stderr)
     # what it started with (modules, bpftrace's pipe, the endpoint) lives as long as it does: kept out of the
     # collector's full passes, which with 110 pods otherwise took a tenth of the watch's CPU (the cycles a
     # period makes are young and still collected)
     gc.freeze()
     give_back(os.getpid(), START_LIBS)
     try:
+        stopped = _run_live(w, live, duration, strict)
+    finally:
+        if out is not None:
+            out.close()
+    if stopped:
+        raise typer.Exit(1)
+
+
+def _run_live(w, live: bool, duration: float | None, strict: bool) -> bool:
+    """The watcher run until its duration, Ctrl-C or SIGTERM (a live table on a terminal); the guard's problems
+    said once on stderr (the live view shows them too). Returns whether --strict stopped it on one."""
+    from ..watch.view import table
+    stop = threading.Event()
+    told: list[str] = []
+    lv = None
+
+    def after(x) -> None:
+        said = x.handoff.problems if x.handoff is not None else []
+        for line in said[len(told):]:
+            told.append(line)
+            if lv is None:
+                print(f"contend: {plain(line, limit=2000)}", file=sys.stderr, flush=True)
+        if strict and said:
+            stop.set()
+        if lv is not None:
+            lv.update(table(x.last, x.detector.verdicts(), [*x.problems, *said],
+                            x.handoff.caps() if x.handoff is not None else None), refresh=True)
+    try:
         if live:
             from rich.live import Live
             with Live(table(None, []), console=console, auto_refresh=False) as lv:
-                w.run(duration=duration, after_step=lambda x: lv.update(
-                    table(x.last, x.detector.verdicts(), x.problems,
-                          x.handoff.caps() if x.handoff is not None else None), refresh=True))
+                w.run(stop, duration=duration, after_step=after)
         else:
-            w.run(duration=duration)
+            w.run(stop, duration=duration, after_step=after)
     except KeyboardInterrupt:
         pass
     finally:
         w.close()
-        if out is not None:
-            out.close()
+    return strict and bool(told)
 
 
 def _watch_replay(path: Path, emit) -> None:
@@ -152,11 +192,16 @@ def _watch_replay(path: Path, emit) -> None:
             emit(event)
 
 
-def _watch_checks(target: list[str], metrics: str, disk: list[str], cri: list[str]) -> list[str]:
+def _watch_checks(target: list[str], metrics: str, disk: list[str], cri: list[str], pod_names: str) -> list[str]:
     """The watch's options checked (exit 2, one line); its selectors."""
     import re
 
-    from ..watch.daemon import check_targets
+    from ..watch.daemon import POD_NAMES, check_targets
+    if pod_names not in POD_NAMES:
+        fail(f"--pod-names {pod_names!r}: one of {', '.join(POD_NAMES)}")
+    labelled = next((t for t in target if t.startswith("k8s:label=")), None)
+    if labelled and pod_names in ("logs", "paths"):
+        fail(f"-t {labelled}: pods' labels come only through the CRI's socket, not --pod-names {pod_names}")
     try:
         targets = check_targets(target or ["contend", "docker:*"])
     except ValueError as e:

@@ -360,8 +360,11 @@ class WatchCollector:
                 pass
             w.found_at = now
             out[name] = w
+        # a name whose cgroup changed (a restarted pod container keeps its name, issue 95 L3) starts its counters
+        # anew: its old cgroup's readings are no start for the new one's
+        moved = {n for n, w in out.items() if n in self.watched and self.watched[n].relpath != w.relpath}
         for kept in (self._prev, self._dprev, self._dout, self._slot, self._tasks):
-            for gone in set(kept) - set(out):
+            for gone in (set(kept) - set(out)) | (moved & set(kept)):
                 kept.pop(gone)
         for gone in set(self._mirrored) - set(out):
             self._mirrored.pop(gone)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import threading
 import time
@@ -15,8 +16,10 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from ..cgroups import CgroupHost, detect
 from ..cri.client import DEFAULT_ENDPOINTS, Cri, CriError, connect
+from ..cri.logs import KUBELET_LINKS, PodLogs
 from ..guard.targets import Resolved, TargetError, check_selector, pods_token, resolve
 from ..hooks import Hooks
+from ..terminal import plain
 from .collector import REFRESH_S, WatchCollector
 from .detector import Detector, Verdict
 from .handoff import GuardHandoff
@@ -109,6 +112,16 @@ class WatchConfig:
     detector: dict = field(default_factory=dict)
     hook: str = ""  # the operator's command, run by the shell on every event (docs/watch.md, "Hook")
     cri: tuple[str, ...] = DEFAULT_ENDPOINTS  # where k8s: selectors ask for the pods' names (the first that answers)
+    # where pods' names come from (POD_NAMES); the kubelet's links where `logs` reads them
+    pod_names: str = "auto"
+    pod_logs: str = KUBELET_LINKS
+
+
+# cri: the CRI's socket (the names and the pods' labels; whoever can connect to it is root on the node:
+# docs/security.md); auto: the socket where one answers (as cri; a watch started on a host by hand); logs: the
+# kubelet's links only (no socket, no labels: what the DaemonSet uses); paths: neither. Where the source chosen does
+# not answer, a pod container is named by its cgroup's path, which changes each time it restarts
+POD_NAMES = ("auto", "cri", "logs", "paths")
 
 
 class Watcher:
@@ -130,7 +143,7 @@ class Watcher:
         self._last_scan = -math.inf
         self._closed = False
         self._started = False  # start(): the first scan and reading made
-        self.cri: Cri | None = None
+        self.cri: Cri | PodLogs | None = None
         self.pods = any(s.startswith("k8s:") for s in cfg.targets)
         self.only_pods = all(s.startswith("k8s:") for s in cfg.targets)
         self._pods_token: tuple | None = None  # the pods' cgroups as last seen (targets.pods_token)
@@ -153,20 +166,32 @@ class Watcher:
         self.collector.collect()  # the first reading only sets the counters' start
         self.collector.attach()
 
-    def _cri(self) -> Cri | None:
-        """The node's CRI, connected again at each scan until one answers (None meanwhile)."""
-        if self.cri is None:
-            try:
-                self.cri = connect(self.cfg.cri)
+    def _cri(self) -> Cri | PodLogs | None:
+        """Where the pods' names come from (cfg.pod_names), asked again at each scan until one answers (None
+        meanwhile: named by their cgroups' paths)."""
+        mode = self.cfg.pod_names
+        if self.cri is None and mode != "paths":
+            why = []
+            if mode in ("auto", "cri"):  # (auto takes no links: a node may keep none, and then nothing is named)
+                try:
+                    self.cri = connect(self.cfg.cri)
+                except CriError as e:
+                    why.append(str(e))
+            if mode == "logs":
+                if os.path.isdir(self.cfg.pod_logs):
+                    self.cri = PodLogs(self.cfg.pod_logs)
+                else:
+                    why.append(f"no kubelet's links in {self.cfg.pod_logs}")
+            if self.cri is not None:
                 self._say(f"contend watch: pods named through {self.cri.endpoint} ({self.cri.version()})")
-            except CriError as e:
-                self._say(f"contend watch: {e}; pods are named by their cgroups' paths")
+            else:
+                self._say(f"contend watch: {'; '.join(why)}; pods are named by their cgroups' paths")
         return self.cri
 
     def _say(self, line: str) -> None:
         if line != self.cri_said:
             self.cri_said = line
-            print(line, file=sys.stderr, flush=True)
+            print(plain(line, limit=2000), file=sys.stderr, flush=True)  # a CRI's version is the runtime's text
 
     def _pods_changed(self) -> bool:
         """With k8s: targets, whether a pod's container came or went since the last period (its cgroup's count,
@@ -235,7 +260,7 @@ class Watcher:
         env = {f"CONTEND_WATCH_{k.upper()}": str(e[k]) for k in ("event", "victim", "resource", "kind", "culprit",
                                                                  "confidence", "why")}
         if not self.hooks.run(env, json.dumps(e) + "\n"):
-            print(f"contend: watch hook not run for {e['event']} {e['victim']} {e['resource']}: "
+            print(f"contend: watch hook not run for {e['event']} {plain(e['victim'])} {e['resource']}: "
                   f"{self.hooks.max_running} still running", file=sys.stderr)
 
     def on_tick(self, t: float) -> float:

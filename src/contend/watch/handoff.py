@@ -6,15 +6,22 @@ it). Its caps are in force only while it is engaged: from the first blame of a c
 `host`) on disk, for as long as such a blame holds, and after that while a capped container still presses
 against its cap (it would hurt again without it), until `release_s` have passed with neither. Disengaged, it
 sets nothing and only learns everybody's lifeline, so the first caps it sets are already fair ones.
+
+The guard's targets are the watch's own (`source`: the containers as the watch resolved them, names and cgroups),
+so what the watch blames is what the guard caps, by the same name, whatever the selectors (k8s:NS/*, label=...):
+before, the guard resolved the selectors again without a CRI and a `k8s:prod/*` watch capped nobody, silently.
+A blamed culprit the guard cannot cap (not among its targets, or its cap refused) is said once (`problems`).
 """
 from __future__ import annotations
 
 import math
 import threading
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from ..cgroups import CgroupHost
+from ..guard.targets import Resolved
 from .detector import Verdict
 from .signals import HOST, WRITEBACK
 
@@ -22,15 +29,20 @@ PRESSED = 0.9  # a container using this share of its cap presses against it
 
 
 class GuardHandoff:
-    def __init__(self, targets: list[str], disks: dict[str, float], host: CgroupHost, release_s: float = 10.0,
-                 log: TextIO | None = None, clock0: float | None = None):
+    def __init__(self, targets: list[str], source: Callable[[], dict[str, Resolved]], disks: dict[str, float],
+                 host: CgroupHost, release_s: float = 10.0, log: TextIO | None = None, clock0: float | None = None):
         from ..guard import Guard, GuardConfig  # here: the guard's policies (numpy, pydantic) only for --guard
-        cfg = GuardConfig(targets=targets, policy="contend", metrics="off", rescan_s=5.0)
+        cfg = GuardConfig(targets=targets, policy="contend", metrics="off", rescan_s=1.0)
         self.guard = Guard(cfg, disks, host, log=log, clock0=clock0)
+        self.guard.source = source
+        self.guard.on_log = self._logged
         self.engaged = False
         self.guard.gate = lambda dev: self.engaged
+        self.problems: list[str] = []  # each said once: a culprit the guard could not cap, and why
+        self._said: set[str] = set()
         self.release_s = release_s
         self._until = -math.inf
+        self._blamed: dict[str, float] = {}  # a disk culprit blamed now -> when first
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="watch-guard", daemon=True)
 
@@ -48,13 +60,36 @@ class GuardHandoff:
         return any(cap is not None and g.usage.get(key) and g.usage[key][-1] >= PRESSED * cap
                    for key, cap in list(g.caps.items()))
 
+    def _problem(self, key: str, line: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            self.problems.append(line)
+            self.guard.log("guard-cannot-cap", message=line)
+
+    def _logged(self, event: str, fields: dict) -> None:
+        """A cap refused on a cgroup that is still there (one that went, its container ended, is no problem)."""
+        target = self.guard.targets.get(fields.get("target", ""))
+        if event == "cap-failed" and target is not None and self.guard.host.cgroup(target.relpath).exists():
+            self._problem(f"failed {fields.get('target')}", f"watch --guard: cannot cap {fields.get('target')} on "
+                                                            f"{fields.get('device')}: {fields.get('error')}")
+
     def update(self, verdicts: list[Verdict]) -> None:
-        """After each of the watcher's periods: engage on a disk culprit, release after release_s calm."""
+        """After each of the watcher's periods: engage on a disk culprit, release after release_s calm; a culprit
+        the guard has no target for is said once (it resolves the watch's containers at its next scan: a culprit
+        still missing after the guard scanned since it was first blamed is one it cannot cap)."""
         now = time.monotonic()
-        if any(v.resource == "disk" and v.kind == "blame" and v.culprit not in (WRITEBACK, HOST) for v in verdicts) \
-                or (self.engaged and self.pressed()):
+        culprits = [v.culprit for v in verdicts if v.resource == "disk" and v.kind == "blame"
+                    and v.culprit not in (WRITEBACK, HOST)]
+        if culprits or (self.engaged and self.pressed()):
             self._until = now + self.release_s
         self.engaged = now < self._until
+        for c in culprits:
+            first = self._blamed.setdefault(c, now)
+            if c not in self.guard.targets and self.guard.scanned_at > first:
+                self._problem(f"missing {c}", f"watch --guard: {c} is blamed for the disk but the guard has no "
+                                              "target of that name: it cannot cap it")
+        for c in [c for c in self._blamed if c not in culprits]:
+            del self._blamed[c]
 
     def caps(self) -> dict[str, float]:
         """Each capped container's cap now (bytes/s, summed over the guard's disks)."""

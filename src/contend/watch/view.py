@@ -6,7 +6,9 @@ import math
 from collections.abc import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
+from ..terminal import plain
 from .detector import Verdict
 from .signals import Frame
 
@@ -18,7 +20,8 @@ def _num(x: float, fmt: str = "{:.2f}") -> str:
 def table(frame: Frame | None, verdicts: list[Verdict], problems: Sequence[str] = (),
           caps: dict[str, float] | None = None) -> Table:
     """caps: the guard's disk caps now (contend watch --guard), bytes/s by container; None: no guard."""
-    t = Table(title="contend watch", caption="; ".join(problems) or None, expand=False)
+    t = Table(title="contend watch", caption=Text(plain("; ".join(problems), limit=2000)) if problems else None,
+              expand=False)
     cols = [("container", "left"), ("CPU", "right"), ("wait s/s", "right"), ("thr", "right"),
             ("mem MiB", "right"), ("mem psi", "right"), ("disk MB/s", "right"), ("io psi", "right"),
             ("net MB/s", "right"), ("rtt ms", "right")]
@@ -30,19 +33,26 @@ def table(frame: Frame | None, verdicts: list[Verdict], problems: Sequence[str] 
     for name, s in sorted((frame.containers if frame else {}).items()):
         wait = s.get("rq_delay", math.nan)
         wait = wait if math.isfinite(wait) else s.get("cpu_psi", math.nan)
-        cells = [name[:28], _num(s.get("cpu", math.nan)), _num(wait), _num(s.get("throttled", math.nan), "{:.0%}"),
-                 _num(s.get("mem", math.nan) / 2**20, "{:.0f}"), _num(s.get("mem_psi", math.nan)),
-                 _num(s.get("io_bytes", math.nan) / 1e6, "{:.1f}"), _num(s.get("io_psi", math.nan)),
-                 _num(s.get("net_bytes", math.nan) / 1e6, "{:.1f}"), _num(s.get("net_rtt_ms", math.nan), "{:.1f}")]
+        cells: list[str | Text] = [
+            Text(plain(name, limit=NAME_SHOWN)), _num(s.get("cpu", math.nan)), _num(wait),
+            _num(s.get("throttled", math.nan), "{:.0%}"), _num(s.get("mem", math.nan) / 2**20, "{:.0f}"),
+            _num(s.get("mem_psi", math.nan)), _num(s.get("io_bytes", math.nan) / 1e6, "{:.1f}"),
+            _num(s.get("io_psi", math.nan)), _num(s.get("net_bytes", math.nan) / 1e6, "{:.1f}"),
+            _num(s.get("net_rtt_ms", math.nan), "{:.1f}")]
         if caps is not None:
             cells.append(_num(caps.get(name, math.nan) / 1e6, "{:.0f}"))
-        t.add_row(*cells, "\n".join(line(v) for v in by_victim.get(name, [])) or "ok")
+        t.add_row(*cells, Text("\n".join(line(v) for v in by_victim.get(name, [])) or "ok"))
     return t
 
 
+NAME_SHOWN = 60  # characters of a container's name in the table (a longer one: its start and its length)
+
+
 def line(v: Verdict) -> str:
+    """A verdict as plain text (its names as `terminal.plain` shows them)."""
     if v.kind == "blame":  # the first three culprits, others' shares left out
-        named = ", ".join(f"{c} {x:.0%}" for c, x in (v.culprits or [(v.culprit, v.confidence)])[:3])
+        named = ", ".join(f"{plain(c, limit=NAME_SHOWN)} {x:.0%}"
+                          for c, x in (v.culprits or [(v.culprit, v.confidence)])[:3])
         return f"{v.resource}: hurt by {named}"
     if v.kind == "self":
         return f"{v.resource}: its own doing"
@@ -50,9 +60,11 @@ def line(v: Verdict) -> str:
 
 
 def event_line(e: dict) -> str:
-    """One event as a line for a log or a pipe."""
-    head = f"t={e['t']:>8.1f}s {e['event']:<12} {e['victim']} {e['resource']}"
+    """One event as a line for a log or a pipe: every name and the reason as `terminal.plain` shows them (a
+    recording replayed may come from anywhere; a cgroup's name is its creator's)."""
+    head = f"t={e['t']:>8.1f}s {plain(e['event']):<12} {plain(e['victim'])} {plain(e['resource'])}"
     if e["event"] == "blame":
-        named = ", ".join(f"{c} {x:.0%}" for c, x in (e.get("culprits") or [[e["culprit"], e["confidence"]]])[:3])
-        return f"{head} <- {named}: {e['why']}"
-    return f"{head}: {e['why']}"
+        named = ", ".join(f"{plain(c)} {x:.0%}"
+                          for c, x in (e.get("culprits") or [[e["culprit"], e["confidence"]]])[:3])
+        return f"{head} <- {named}: {plain(e['why'], limit=2000)}"
+    return f"{head}: {plain(e['why'], limit=2000)}"

@@ -8,7 +8,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from ...paths import write_text
+from ...paths import check_name, write_text, write_under
+from ...report.answer import BAD, GOOD, UNSURE, Answer, finite
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, failures, kind_page, publish, write_page
 from ...report.table import TextTable, markdown_tables, rich_text_tables
@@ -63,6 +64,36 @@ def analyze(store: Store) -> tuple[list[dict], dict[str, list[dict]]]:
               "ci_low": math.nan, "ci_high": math.nan, "n": len(ms)}
              for (rt, sc, res), (ms, hours) in cells.items() for k, v in cell_figures(ms, hours).items()]
     return extra, events
+
+
+def answers(rows: list[dict], runtimes: list[str], cases: list[str]) -> list[Answer]:
+    """Per runtime × case (pure): did the watch find the antagonist and name it first (found and first / found,
+    not first / MISSED), or, in a control, blame nobody (quiet / FALSE BLAME)?"""
+    cells = {(r["runtime"], r["scenario"], r["metric"]): r for r in rows if r["view"] == "watch"}
+    out = []
+    for rt in runtimes:
+        for case in cases:
+            got = {m: cells.get((rt, case, m)) for m in ("detected", "first_right", "false_blames", "latency_p50_s")}
+            n = max((r["n"] for r in got.values() if r is not None), default=0)
+            subject, card = (rt, CASES[case].resource, case), (rt,)
+
+            def share(m: str) -> float:
+                r = got[m]
+                return r["value"] if r is not None and finite(r["value"]) else math.nan
+            if not n:
+                out.append(Answer(subject, "n/a", UNSURE, "nothing measured", card=card))
+            elif not CASES[case].antagonist:
+                fb = share("false_blames")
+                out.append(Answer(subject, "quiet" if fb == 0 else "FALSE BLAME", GOOD if fb == 0 else BAD,
+                                  f"false blames {fb:.1f} a trial, n={n}" if finite(fb) else f"n={n}", card=card))
+            else:
+                det, first, lat = share("detected"), share("first_right"), share("latency_p50_s")
+                found = f"found in {round(det * n)} of {n}, first in {round(first * n)}" if finite(det) else f"n={n}"
+                number = found + (f", latency p50 {lat:.2f} s" if finite(lat) else "")
+                word, tone = (("found and first", GOOD) if det == 1 and first == 1 else
+                              ("found, not first", UNSURE) if det == 1 else ("MISSED", BAD))
+                out.append(Answer(subject, word, tone, number, card=card))
+    return out
 
 
 def tables(rows: list[dict], failed: dict[tuple, str], runtimes: list[str], cases: list[str]) -> list[TextTable]:
@@ -125,14 +156,18 @@ def timeline(trial: dict, samples, events: list[dict]) -> Figure:
     return fig
 
 
+FRAMES = "frames"
+
+
 def write_frames(directory: Path, store: Store) -> None:
-    """Each trial's watch frames as `contend watch --record` writes them (frames/TRIAL.jsonl), to replay through
-    the detector (`contend watch --replay`): what it saw when it missed, or what a change to it would say."""
+    """Each trial's watch frames as `contend watch --record` writes them (frames/TRIAL.jsonl below the results
+    directory), to replay through the detector (`contend watch --replay`): what it saw when it missed, or what a
+    change to it would say. A trial id is a name, never a path (issue 95 H1)."""
     for t in store.trials():
         lines = [e["detail"] for e in store.events(t["trial_id"]) if e["kind"] == FRAME]
         if lines:
-            directory.mkdir(exist_ok=True)
-            write_text(directory / f"{t['trial_id']}.jsonl", "\n".join(lines) + "\n")
+            write_under(directory, FRAMES, check_name(t["trial_id"], "trial id") + ".jsonl",
+                        text="\n".join(lines) + "\n")
 
 
 def refresh_detect(directory: Path, store: Store, title: str) -> Written:
@@ -145,8 +180,9 @@ def refresh_detect(directory: Path, store: Store, title: str) -> Written:
     figs = []
     for t in store.trials("ok"):
         f = timeline(t, store.samples(t["trial_id"]), events[t["trial_id"]])
-        figs.append({"title": t["trial_id"], "png": save(f, directory / "figures" / f"detect-{t['trial_id']}")})
-    write_frames(directory / "frames", store)
-    out = write_page(directory, kind_page(__file__), figs, tables=tabs, timelines=figs,
+        figs.append({"title": t["trial_id"], "png": save(f, directory, f"detect-{t['trial_id']}")})
+    write_frames(directory, store)
+    said = answers(rows, spec.get("runtimes", []), spec.get("cases", []))
+    out = write_page(directory, kind_page(__file__), figs, tables=tabs, timelines=figs, answers=said,
                      events=[e for e in store.events() if e["kind"] not in (*VERDICTS, STEP, FRAME)])
-    return Written(rows, out, rich_text_tables(tabs, title, compact=True))
+    return Written(rows, out, rich_text_tables(tabs, title, compact=True), said)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...report.answer import Answer, as_kept, retained_answer
 from ...report.figures import Figure, save
 from ...report.page import Written, publish, read_yaml
 from ...report.table import TextTable, mean_text
@@ -52,6 +53,20 @@ def diskfill_tables(rows: list[dict], trials: list[dict], runtimes: list[str], a
     return out
 
 
+def answers(rows: list[dict], runtimes: list[str], attacks: list[str]) -> list[Answer]:
+    """Per runtime × attack (pure): is the victim isolated from the disk-fill? The IOPS it kept (1 − its drop) on
+    the side it lost more, read or write, judged (report/answer.py)."""
+    idx = {(r["runtime"], r["scenario"], r["metric"]): r for r in rows if r["view"] == "guest"}
+    out = []
+    for rt in runtimes:
+        for a in attacks:
+            kept = [(side, k) for side in ("read", "write")
+                    if (k := as_kept(idx.get((rt, a, f"{side}_iops_drop_pct")))) is not None]
+            side, worse = min(kept, key=lambda x: x[1]["value"]) if kept else ("read", None)
+            out.append(retained_answer((rt, "disk", a), f"{side} IOPS kept", worse, card=(rt, "disk")))
+    return out
+
+
 def _scaled(r: dict | None, k: float) -> dict | None:
     return None if r is None else {**r, **{f: r[f] * k for f in ("value", "ci_low", "ci_high")}}
 
@@ -73,5 +88,6 @@ def refresh_diskfill(directory: Path, store: Store, title: str) -> Written:
         rows, runtimes, ["baseline", *attacks],
         [("read_iops", "read IOPS", "IOPS"), ("write_iops", "write IOPS", "IOPS"),
          ("read_lat_us", "read latency (mean)", "µs"), ("write_lat_us", "write latency (mean)", "µs")],
-        "container D: baseline and under each attack"), directory / "figures" / "diskfill-bars")}]
-    return victim_page(directory, store, title, "diskfill", rows, tables, summary, _timeline)
+        "container D: baseline and under each attack"), directory, "diskfill-bars")}]
+    return victim_page(directory, store, title, "diskfill", rows, tables, summary, _timeline,
+                       answers(rows, runtimes, attacks))

@@ -17,6 +17,7 @@ from rich.text import Text
 from ...guard.config import bytes_through, io_bytes
 from ...metrics import Samples
 from ...paths import write_text
+from ...report.answer import ISOLATED, NOT_SURE, SURE, UNSURE, Answer, finite, retained_answer
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, failures, kind_page, publish, write_page
 from ...report.table import spread
@@ -460,6 +461,28 @@ def workload_figure(workload: str, runs: list[Run]) -> Figure:
     return fig
 
 
+def answers(rows: list[dict]) -> list[Answer]:
+    """Per workload × policy (pure): is the victim isolated under it? Its isol mean judged (report/answer.py),
+    and an isolated mean whose worst seconds fall below 0.90 (p05) is unsure; the number says the burst's share of
+    the spare too (work conservation: what isolating cost it)."""
+    cells = {(r["scenario"], r["metric"]): r for r in rows if r["view"] == "host"}
+    out = []
+    for sc in sorted({k[0] for k in cells}, key=lambda sc: (sc.partition("/")[0], _rank(sc.partition("/")[2]))):
+        wl, _, policy = sc.partition("/")
+        isol, p05, wc = (cells.get((sc, m)) for m in ("isol_mean", "isol_p05", "work_conservation"))
+        a = retained_answer((wl, policy), "isol", isol, card=(wl,))
+        extra = [f"p05 {p05['value']:.2f}"] if p05 is not None and finite(p05["value"]) else []
+        if wc is not None and finite(wc["value"]) and policy != "none":
+            extra.append(f"{wc['value']:.2f} of the spare to the burst")
+        why = a.why
+        if a.word == ISOLATED and p05 is not None and finite(p05["value"]) and p05["value"] < SURE:
+            a = Answer(a.subject, NOT_SURE, UNSURE, a.number, a.why, a.card)
+            why = "; ".join(x for x in (a.why, f"its worst seconds (p05 {p05['value']:.2f}) fall below {SURE:g}")
+                            if x)
+        out.append(Answer(a.subject, a.word, a.tone, "; ".join([a.number, *extra]), why, a.card))
+    return out
+
+
 def refresh_guard(directory: Path, store: Store, title: str):
     """Everything a guard study's results directory shows, from its store."""
     runs = sorted((load_run(store, t) for t in store.trials("ok")),
@@ -472,23 +495,23 @@ def refresh_guard(directory: Path, store: Store, title: str):
     for wl, lines in thin_notes(rows).items():
         notes.setdefault(wl, []).extend(lines)
     write_text(directory / "guard-table.md", markdown(tables, title, notes))
-    figdir = directory / "figures"
     figures = []
     for wl in sorted({r.workload for r in runs}):
         mine = [r for r in runs if r.workload == wl]
         figures.append({"title": f"{wl}: victim under each policy",
-                        "png": save(workload_figure(wl, mine), figdir / f"victim-{wl}")})
+                        "png": save(workload_figure(wl, mine), directory, f"victim-{wl}")})
         if len(frontier_points(rows, wl)) > 1:
             figures.append({"title": f"{wl}: isolation against work conservation",
-                            "png": save(frontier_figure(wl, rows), figdir / f"frontier-{wl}")})
+                            "png": save(frontier_figure(wl, rows), directory, f"frontier-{wl}")})
         for r in mine:
             name = f"{r.trial['scenario']} · rep {r.trial['repetition']}"
             alerts = [e for e in store.events(r.trial["trial_id"]) if e["kind"] in ("alert", "alert-cleared")]
             figures.append({"title": name, "png": save(run_timeline_figure(name, r, alerts),
-                                                       figdir / f"timeline-{r.trial['trial_id']}")})
-    out = write_page(directory, kind_page(__file__), figures, heads=[f"{h} ({v})" for _, v, h in COLUMNS],
+                                                       directory, f"timeline-{r.trial['trial_id']}")})
+    said = answers(rows)
+    out = write_page(directory, kind_page(__file__), figures, answers=said, heads=[f"{h} ({v})" for _, v, h in COLUMNS],
                      tables=tables, notes=notes, failed=[t for t in store.trials() if t["status"] != "ok"],
                      figures=figures,
                      events=[e for e in store.events()
                              if e["kind"] in ("alert", "alert-cleared", "escape", "escape-cleared", "timeout")])
-    return Written(rows, out, rich_tables(tables, title, notes))
+    return Written(rows, out, rich_tables(tables, title, notes), said)

@@ -83,4 +83,4 @@ class GuardStudy(Study, kind="guard", model=GuardSpec, cell=GuardCell, title="pr
             lambda run: f"{run[0].name} under {run[1]} r{run[2]}" + (f" (after {run[3]})" if run[3] else ""),
             lambda run, advance: run_guard_trial(
                 spec, run[0], run[1], run[2], capacity, trial_facts,
-                self.dir / "guard-logs" / f"{self.ident(run)}.jsonl", after=run[3]))
+                self.dir, after=run[3]))

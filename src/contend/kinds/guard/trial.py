@@ -15,6 +15,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from ...guard.daemon import Guard
 from ...guard.policy import POLICY_SETTINGS
 from ...load.fio import layout
 from ...measured import StepWindow
-from ...paths import open_existing
+from ...paths import check_name, open_existing, open_under
 from ...probes import Sample
 from ...runtimes import Container, RuntimeFailed, signals_deferred
 from ...store import TrialRecord
@@ -173,9 +174,12 @@ class GuardUnderTest:
     """The guard being evaluated, on a thread of its own from start(); whatever happens, stopped with its caps
     removed and its log closed, before the containers go."""
 
-    def __init__(self, cfg: GuardConfig, capacities: dict[str, float], host: CgroupHost, log: Path, clock0: float):
-        log.parent.mkdir(parents=True, exist_ok=True)
-        self.guard = Guard(cfg, capacities, host, log=open(log, "w"), record=True, clock0=clock0)
+    def __init__(self, cfg: GuardConfig, capacities: dict[str, float], host: CgroupHost, log: TextIO, clock0: float):
+        try:
+            self.guard = Guard(cfg, capacities, host, log=log, record=True, clock0=clock0)
+        except BaseException:
+            log.close()
+            raise
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.died: BaseException | None = None  # what ended the guard's loop before it was stopped
@@ -223,10 +227,13 @@ def guard_settings(study: GuardSpec, v: Variant, calibrated: float) -> tuple[dic
     return {**study.guard.model_dump(), **swept}, calibrated * scale if scale else math.inf  # 0: told nothing
 
 
+GUARD_LOGS = "guard-logs"  # the guard's JSON-lines log of each run, guard-logs/TRIAL.jsonl in the results
+
+
 def run_guard_trial(study: GuardSpec, w: Workload, policy: str, rep: int, capacity: dict, facts: dict,
-                         log: Path, host: CgroupHost | None = None, after: str = "") -> TrialResult:
-    """One run; the guard's JSON-lines log goes to `log`. `after`: the policy whose run a `none` reference
-    follows (paired evaluation, study.plan)."""
+                    results: Path, host: CgroupHost | None = None, after: str = "") -> TrialResult:
+    """One run; the guard's JSON-lines log goes to guard-logs/TRIAL.jsonl below `results` (no link followed).
+    `after`: the policy whose run a `none` reference follows (paired evaluation, study.plan)."""
     host = host or detect()
     C = float(capacity["disk_write_bw_bytes_s"])
     v = study.variant(policy)  # `policy` is a label: the policy, at a point of the sweep if there is one
@@ -249,6 +256,7 @@ def run_guard_trial(study: GuardSpec, w: Workload, policy: str, rep: int, capaci
             cfg = GuardConfig(policy=v.policy, metrics="off", **settings, targets=[
                 {"target": f"cgroup:{r}", "weight": 2 if v.policy == "iolatency" and n == "victim" else 1}
                 for r, n in rel.items()])
+            log = open_under(results, GUARD_LOGS, check_name(rec.trial_id, "trial id") + ".jsonl")
             with GuardUnderTest(cfg, {capacity["disk_device"]: told}, host, log, t.clock0) as g:
                 # the settings in force (a policy's own period, P, backoff and climb where the study left them)
                 own = {k: getattr(g.guard.policy, k, None) for k in POLICY_SETTINGS}

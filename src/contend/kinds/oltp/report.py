@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...report.answer import Answer, as_kept, retained_answer
 from ...report.figures import Figure, save
 from ...report.page import Written, publish, read_yaml
 from ...report.table import TextTable, mean_text
@@ -60,6 +61,16 @@ def oltp_tables(rows: list[dict], trials: list[dict], runtimes: list[str], disru
                         "and other queries per second are in metrics.csv", heads, lines, notes, left=2)]
 
 
+def answers(rows: list[dict], runtimes: list[str], disruptors: list[str]) -> list[Answer]:
+    """Per runtime × database (its transactions) × disruptor (pure): is the database isolated from it? The TPS it
+    kept (1 − D/100, PDP 2015 Eq. 1) judged (report/answer.py)."""
+    idx = {(r["runtime"], r["scenario"], r["resource"], r["metric"]): r for r in rows if r["view"] == "guest"}
+    dbs = sorted({(k[0], k[2]) for k in idx
+                  if k[3] == "D" and k[2].partition(":")[2] not in ("read", "write", "other")})
+    return [retained_answer((rt, res, d), "TPS kept", as_kept(idx.get((rt, d, res, "D"))), card=(rt, res))
+            for rt in runtimes for r2, res in dbs if r2 == rt for d in disruptors]
+
+
 def _timeline(name: str, trial: dict, samples, steps, events: list[dict]) -> Figure:
     db = trial["resource"]
     return timeline(name, samples, steps, events, [("victim", "guest", f"{db}/tps_t", f"{db} TPS")],
@@ -79,5 +90,6 @@ def refresh_oltp(directory: Path, store: Store, title: str) -> Written:
         sub = [r for r in rows if r["resource"] == res]
         summary.append({"title": f"{res}: TPS per disruptor", "png": save(bars_figure(
             sub, runtimes, ["base", *disruptors], [("tps", f"{res}: TPS", "transactions/s")],
-            f"{res}: base and disturbed TPS"), directory / "figures" / f"oltp-{res.replace(':', '-')}")})
-    return victim_page(directory, store, title, "oltp", rows, tables, summary, _timeline)
+            f"{res}: base and disturbed TPS"), directory, f"oltp-{res.replace(':', '-')}")})
+    return victim_page(directory, store, title, "oltp", rows, tables, summary, _timeline,
+                       answers(rows, runtimes, disruptors))

@@ -11,7 +11,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...paths import open_new, write_text
+from ...paths import check_name, open_under, write_text
+from ...report.answer import BAD, GOOD, UNSURE, Answer, finite
 from ...report.figures import Figure, plt, save
 from ...report.page import Written, kind_page, publish, read_yaml, write_page
 from ...report.table import TextTable, markdown_tables, mean_text, rich_text_tables
@@ -70,6 +71,35 @@ def load_runs(store: Store, trial: dict) -> list[StoredRun]:
     return runs
 
 
+FAIR = 0.95  # Jain's index from which containers sharing the host are said to share it fairly
+
+
+def answers(rows: list[dict], runtimes: list[str]) -> list[Answer]:
+    """Per benchmark × runtime at its most containers at once (pure): did they share the host fairly? Jain's
+    index over the containers' headline figures (1: all alike; 1/k: one took everything), with what each kept of
+    the same runtime alone (normalised) beside it."""
+    idx = {(r["runtime"], r["scenario"], r["resource"], r["metric"]): r for r in rows if r["view"] == "guest"}
+    out = []
+    for bench in sorted({k[2] for k in idx}):
+        for rt in runtimes:
+            counts = sorted({int(k[1].rpartition("-")[2]) for k in idx if k[0] == rt and k[2] == bench
+                             and k[1].startswith("parallel-")})
+            if not counts:
+                continue
+            sc = f"parallel-{counts[-1]}"
+            jain, norm = idx.get((rt, sc, bench, "jain")), idx.get((rt, sc, bench, "normalized"))
+            if jain is None or not finite(jain["value"]):
+                out.append(Answer((rt, bench, sc), "n/a", UNSURE, "nothing measured", card=(rt,)))
+                continue
+            fair = jain["value"] >= FAIR
+            number = f"Jain {jain['value']:.2f} over {counts[-1]} containers" + (
+                f"; {norm['value']:.2f}× the base runtime alone (runc's where measured)"
+                if norm is not None and finite(norm["value"]) else "")
+            out.append(Answer((rt, bench, sc), "fair" if fair else "NOT fair", GOOD if fair else BAD, number,
+                              card=(rt,)))
+    return out
+
+
 def refresh_scaling(directory: Path, store: Store, title: str):
     """Everything a parallel study's results directory shows, from its store."""
     spec = read_yaml(directory / "spec.yaml")
@@ -80,19 +110,19 @@ def refresh_scaling(directory: Path, store: Store, title: str):
                 (r.t_end - r.wall_s, r.t_end) if math.isfinite(r.wall_s) else None)
             for t in trials if t["status"] == "ok" for r in stored[t["trial_id"]] if r.status == "ok"]
     rows = publish(directory, store, scaling_metrics(runs, {b: BENCHMARKS[b].figure for b in BENCHMARKS}, runtimes))
-    write_copts_csvs(directory / "copts", trials, stored)
+    write_copts_csvs(directory, trials, stored)
     tables = copts_tables(rows, trials, runtimes)
     write_text(directory / "copts-tables.md", markdown_tables(tables.values(), title, INTRO))
-    figdir = directory / "figures"
     fair = {"host_cpus": next((t["capacity"].get("cpus") for t in trials), None),
             "limit": spec.get("limits", {}).get("cpus")}
     figures = [{"title": f"{b}: scaling",
-                "png": save(scaling_figure(b, rows, runtimes, **fair), figdir / f"scaling-{b}")}
+                "png": save(scaling_figure(b, rows, runtimes, **fair), directory, f"scaling-{b}")}
                for b in tables]
-    out = write_page(directory, kind_page(__file__), figures, tables=tables, figures=figures,
+    said = answers(rows, runtimes)
+    out = write_page(directory, kind_page(__file__), figures, tables=tables, figures=figures, answers=said,
                      not_ok=[t for t in trials if t["status"] != "ok" or t["reason"]],
                      events=[e for e in store.events() if e["kind"] in ("oom-kill", "run-failed")])
-    return Written(rows, out, rich_text_tables(tables.values(), title))
+    return Written(rows, out, rich_text_tables(tables.values(), title), said)
 
 
 # ------------------------------------------------------------------ tables (Tables 2-7)
@@ -149,14 +179,15 @@ INTRO = ("Per benchmark, each runtime's mean over every run of every container (
 
 # ------------------------------------------------------------------ CoPTS CSVs
 def write_copts_csvs(root: Path, trials: list[dict], stored: dict[str, list[StoredRun]]) -> None:
-    """CoPTS's x + 1 files per cell: copts/<benchmark>/<runtime>/<scenario>/process-<p>.csv (each process's
-    runs) and all.csv (every process's runs). One row per run: where it ran, its status, its figures."""
+    """CoPTS's x + 1 files per cell below the results directory `root`: copts/<benchmark>/<runtime>/<scenario>/
+    process-<p>.csv (each process's runs) and all.csv (every process's runs). One row per run: where it ran, its
+    status, its figures. No link is followed below `root`."""
     for t in trials:
         runs = stored.get(t["trial_id"])
         if not runs:
             continue
-        d = root / t["benchmark"] / t["runtime"] / scenario_of(t["count"])
-        d.mkdir(parents=True, exist_ok=True)
+        d = ("copts", check_name(t["benchmark"], "benchmark"), check_name(t["runtime"], "runtime"),
+             scenario_of(t["count"]))
         names = sorted({k for r in runs for k in r.figures})
         host = sorted({k for r in runs for k in r.host})
         head = ["runtime", "benchmark", "containers", "process", "container", "run", "t_end_s", "wall_s", "status",
@@ -167,16 +198,16 @@ def write_copts_csvs(root: Path, trials: list[dict], stored: dict[str, list[Stor
                     f"{r.t_end:.3f}", _fmt(r.wall_s), r.status, *(_fmt(r.figures.get(k)) for k in names),
                     *(_fmt(r.host.get(k)) for k in host), r.reason]
         for p in sorted({r.process for r in runs}):
-            _write_csv(d / f"process-{p}.csv", head, [line(r) for r in runs if r.process == p])
-        _write_csv(d / "all.csv", head, [line(r) for r in runs])
+            _write_csv(root, (*d, f"process-{p}.csv"), head, [line(r) for r in runs if r.process == p])
+        _write_csv(root, (*d, "all.csv"), head, [line(r) for r in runs])
 
 
 def _fmt(v) -> str:
     return "" if v is None or not math.isfinite(v) else f"{v:.6g}"
 
 
-def _write_csv(path: Path, head: list[str], lines: list[list]) -> None:
-    with open_new(path, newline="") as f:
+def _write_csv(root: Path, parts: tuple[str, ...], head: list[str], lines: list[list]) -> None:
+    with open_under(root, *parts, newline="") as f:
         w = csv.writer(f)
         w.writerow(head)
         w.writerows(lines)
