@@ -1,4 +1,4 @@
-"""The burst's onset apart from the rest: what a policy's isol p05 is made of (docs/results.md, issue 22).
+"""The burst's onset apart from the rest: what a policy's isol p05 is made of (docs/results/archive.md, issue 22).
 
 Reads guard studies' results directories (`contend run SPEC --out DIR`) and prints per workload and policy (its
 swept settings included), over its runs: how far the neighbour got past the cap in force in the burst's first

@@ -1,4 +1,4 @@
-"""Container launch side by side (issue 5, docs/results.md): per runtime, and through `docker run` of the
+"""Container launch side by side (issue 5, docs/results/archive.md): per runtime, and through `docker run` of the
 same container (CoPTS launched through docker), in one run:
 
 - start-to-running latency: from the create call until its init process runs (contend's direct OCI launch

@@ -15,7 +15,7 @@ in the band (default [0.95, 1.03], issue 19's harmony band).
         [--spec presets/quick.yaml] [--no-ebpf]
 
 --no-ebpf runs the same trials without contend's eBPF probes (the host and guest views only): run it between
-two runs with them to see what the probes themselves take from the tenants (docs/results.md, issue 25's v2
+two runs with them to see what the probes themselves take from the tenants (docs/results/archive.md, issue 25's v2
 guest).
 """
 from __future__ import annotations

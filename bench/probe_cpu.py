@@ -1,4 +1,4 @@
-"""What the host probes themselves spend on CPU, watching one idle runc container (docs/results.md).
+"""What the host probes themselves spend on CPU, watching one idle runc container (docs/results/archive.md).
 
 - Listing a container's processes, which the cgroup sampler's tracking sync does every bucket (to mirror
   them into the v2 tracking cgroup, for eBPF attribution): from every v1 hierarchy (`procs()`) and from one

@@ -1,5 +1,5 @@
 """A deep writer held to a rate by a throttle, against the same writer pacing itself at that rate: what a
-latency-bound victim keeps beside each (docs/results.md, guard, issue 55's IOPS-bound neighbour).
+latency-bound victim keeps beside each (docs/results/archive.md, guard, issue 55's IOPS-bound neighbour).
 
 The victim (fio: 4 KiB random direct writes, one at a time, no rate: as fast as the disk answers) runs alone, then
 beside the writer (4 KiB random direct writes, 32 deep) three ways, one after the other in each round: `paced`, fio's

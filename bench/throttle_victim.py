@@ -1,4 +1,4 @@
-"""What a throttle on a noisy writer leaves a rate-limited victim on this disk (docs/results.md, guard).
+"""What a throttle on a noisy writer leaves a rate-limited victim on this disk (docs/results/archive.md, guard).
 
 The victim (fio: 256 KiB direct writes, queue depth 4, rate 1 GB/s) runs alone, then next to the writer
 (1 MiB direct writes, depth 32) in a blkio/io cgroup capped at each rate in turn (0 = no cap, which comes first),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The same presets under two versions of contend, one run after another on this host (A/B/A), to show a change
-# moved no figure (docs/results.md, issue 20). BEFORE is the src/ directory of the other version, e.g. of
+# moved no figure (docs/results/archive.md, issue 20). BEFORE is the src/ directory of the other version, e.g. of
 # `git worktree add ../before <commit>`; each STEP is tag:before|after:preset[:extra contend run options].
 #   scripts/ab-versions.sh ../before/src ab q1:before:quick.yaml q2:after:quick.yaml q3:before:quick.yaml
 # Then: .venv/bin/contend compare ab/q1 ab/q2

@@ -31,7 +31,7 @@ GUEST_DIR=${GUEST_DIR:-$default_dir}
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-600}
 GUEST_BEAT=${GUEST_BEAT:-15}
 GUEST_SILENCE=${GUEST_SILENCE:-90}
-GUEST_SMP=${GUEST_SMP:-2}  # the guest's vCPUs: each is a host thread beside qemu's I/O thread (docs/results.md: stalls per 20 boots)
+GUEST_SMP=${GUEST_SMP:-2}  # the guest's vCPUs: each is a host thread beside qemu's I/O thread (docs/results/archive.md: stalls per 20 boots)
 GUEST_HUNG=${GUEST_HUNG:-240}
 [[ "$GUEST_SMP" =~ ^[1-9][0-9]?$ ]] || { echo "cgroup2-guest: GUEST_SMP=$GUEST_SMP: must be a whole number of vCPUs, 1-99" >&2; exit 2; }  # a writer held by a low io.max can wait long in D state: not a stall
 KPKG=${KPKG:-}

@@ -56,7 +56,7 @@ def test_kernel_option_read_from_a_kernel_config_gzipped_or_plain(tmp_path):
 def test_this_kernels_own_config_agrees_with_its_cgroups():
     """Read from the running kernel: the block cgroup controller this host mounts is built (a cross-check of the
     reader against the real thing); io.latency's answer is a yes or a no from the same file (this VM's 6.18:
-    no, docs/results.md 2026-11-27)."""
+    no, docs/results/archive.md 2026-11-27)."""
     assert ("blkio" in detect().v1 or "io" in detect().controllers()) and kernel_option("BLK_CGROUP")[0] is True
     built, source = kernel_option("BLK_CGROUP_IOLATENCY")
     assert built in (True, False) and source == "/proc/config.gz"

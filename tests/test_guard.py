@@ -119,7 +119,7 @@ def test_a_throttled_queue_is_paid_at_its_cap_and_a_writer_beside_it_in_full():
 
 
 def test_with_the_direct_view_a_direct_writer_beside_a_deep_queue_is_seen_as_its_counters_see_it():
-    """Pure: guard-caps told 1.5 × (docs/results.md 2026-12-03, fifth section): the victim wrote 168 MB/s under its cap
+    """Pure: guard-caps told 1.5 × (docs/results/archive.md 2026-12-03, fifth section): the victim wrote 168 MB/s under its cap
     of 207 beside a neighbour queued 32 deep behind its cap; the disk, 10 ms per I/O, wrote less than both were
     charged, and paid in proportion the victim carried a share of the neighbour's queue. When its own writes dipped to
     73 MB/s, that carry was paid back and the guard saw it at 168 (its cgroup's counters and its own fio log: 73 and
@@ -563,7 +563,9 @@ def test_iocost_and_iolatency_on_a_host_without_cgroup_v2_are_one_line_and_exit_
 
 @needs_root
 def test_unknown_targets_are_exit_2(tmp_path):
-    p = contend("guard", "-t", "cgroup:contend/nope", "--metrics", "off", "--wait", "1")
+    # the disk told: a host whose disk was never calibrated says so on stderr first (not this test's matter)
+    p = contend("guard", "-t", "cgroup:contend/nope", "--metrics", "off", "--wait", "1", "--capacity",
+                f"{device_of(DATA)}=1G")
     assert p.returncode == 2 and p.stderr.strip().splitlines()[-1] == \
         "contend: cgroup:contend/nope: no such cgroup (waited 1 s)"
     # the waiting told once (not every poll), then the guard's stop (no cap was set)
@@ -936,7 +938,7 @@ def test_the_guard_is_told_the_calibration_times_the_studys_capacity():
     cfg = GuardConfig(policy="contend", targets=[{"target": "cgroup:x"}], **settings)
     assert make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
                 cfg.patience).patience == 30
-    # so is a kept lifeline's memory (the slow disk hour's A/B, bench/specs/guard-iops-memory.yaml)
+    # so is a kept lifeline's memory (the slow disk hour's A/B, presets/guard-studies/guard-iops-memory.yaml)
     spec = GuardSpec.model_validate({**doc, "sweep": {"memory": [0, 300]}})
     cfg = GuardConfig(policy="contend", targets=[{"target": "cgroup:x"}],
                       **guard_settings(spec, spec.variant("contend@memory=300"), 1e9)[0])
@@ -1062,7 +1064,7 @@ def test_a_guard_that_dies_in_a_study_fails_the_run_and_a_belief_without_a_numbe
 
 def test_a_run_whose_host_view_missed_the_victims_writes_says_so():
     """The first three runs of a guard study on a fresh machine read 0 MB/s for a victim whose fio logged 127 (the v1
-    disk counters off, docs/results.md 2026-12-02): such a run fails with the reason, never stored as a victim at 0."""
+    disk counters off, docs/results/archive.md 2026-12-02): such a run fails with the reason, never stored as a victim at 0."""
     from contend.kinds.guard.trial import unseen
     from contend.probes import Sample
 
@@ -1081,7 +1083,7 @@ def test_a_run_whose_host_view_missed_the_victims_writes_says_so():
 @needs_root
 def test_a_trials_sampler_counts_a_disk_nobody_ever_throttled(fresh_disk):
     """The same silent zero in a study: a container's cgroup is its runtime's, and a guard study's first three runs
-    on a fresh machine read 0 MB/s for a victim writing 127 (docs/results.md 2026-12-02). The trial's samplers
+    on a fresh machine read 0 MB/s for a victim writing 127 (docs/results/archive.md 2026-12-02). The trial's samplers
     turn the disks' counters on as they start: a cgroup not contend's then reads what it wrote to a disk nobody
     ever throttled."""
     from contend.tenants import Tenants
@@ -1113,7 +1115,7 @@ def test_a_direct_writers_carry_is_no_queue_behind_its_cap():
     """Pure, through `escaping` and `queued_use` as the daemon uses them: the victim's carry (its share of what the disk
     had not written yet beside a deep queue) exceeded what its cap lets through in a period, and the guard took its
     writes for queued behind its cap: it saw it at its cap, 207 MB/s, wanting more, while it wrote 73 (guard-caps told
-    1.5 ×, docs/results.md 2026-12-03, fifth section). With `direct_view`, a direct writer within its cap is named so,
+    1.5 ×, docs/results/archive.md 2026-12-03, fifth section). With `direct_view`, a direct writer within its cap is named so,
     and its carry is not its queue (the daemon's reading)."""
     from contend.guard.collector import Usage, escaping, queued_use
     caps = {"neighbour": 1047e6, "victim": 207e6}

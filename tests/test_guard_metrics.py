@@ -72,7 +72,7 @@ def test_the_reaction_is_timed_from_the_burst_the_host_sees_and_counts_what_the_
     and makes up for half of it in the next 0.1 s. Its throughput over half a second is back at 0.95 of its rate half
     a second after the first crushed bucket. Timed from the phase's start on buckets capped at 1 before they were
     averaged, it read 1.05 s (workload2 told nothing on this VM: 1.75 s for a victim whose every second was whole,
-    docs/results.md 2026-12-02)."""
+    docs/results/archive.md 2026-12-02)."""
     late = START + 0.4
     nb = np.where(T < late, 200.0, 800.0)
     v = np.where((T >= late) & (T < late + 0.2), 20.0, 200.0)

@@ -316,7 +316,7 @@ def test_contend_told_too_little_climbs_past_the_number_while_the_disk_delivers_
     other period (the one after a rise is not judged), and says so once, when it passes the number. Before, it
     stayed at 0.5 C for good (nobody was ever pre-empted, so nothing was learnt): the burst got 0.33 of the spare
     (bench/guard_told.py), less than static's split. Opt-in (`rise`, default 0): on this VM's disk it moved
-    nothing told 0.5 × and cost the victim told 1 × (docs/results.md, 2026-12-01)."""
+    nothing told 0.5 × and cost the victim told 1 × (docs/results/archive.md, 2026-12-01)."""
     trace = told(0.5 * C, policy=ContendPolicy(rise=0.1), periods=120)
     burst = trace[20:]
     assert np.mean([g["burst"] for g, _, _ in burst]) >= 0.8 * (C - 200)
@@ -351,7 +351,7 @@ def test_contend_told_too_much_learns_the_limit_from_a_neighbour_the_disk_holds_
     """Told 3-4 × what the disk delivers, the device's latency seen (simulate's queue): the first pre-emption
     brings the estimate down to its floor, half the number, still above the disk. The burst never reaches the cap
     that hands it, so it never counted as wanting more, the disk never showed its limit, and the victim was
-    squeezed 17 % for good (0.19 of its rate on this VM's disk: guard-caps' workload2 told 2 x, docs/results.md
+    squeezed 17 % for good (0.19 of its rate on this VM's disk: guard-caps' workload2 told 2 x, docs/results/archive.md
     2026-12-02). A target using more than it lives at, below its cap with the latency up and the estimate at its
     floor, is held by the disk: the limit is learnt from it."""
     trace = simulate(ContendPolicy(), workload1(), 400, told, lambda k: disk, queue=True)
@@ -405,7 +405,7 @@ def test_contend_probes_past_the_level_that_hurt_after_patience_periods():
     `patience` periods without a decrease (30; off by default), it climbs past at full speed: 0.9 or more, the victim
     as well off. On
     this VM's disk the same shape: one 100 ms dip at a burst's onset (24 MB/s, then 309) held the estimate at a third
-    of what the disk delivered for the rest of the burst (docs/results.md 2026-12-03, fifth section)."""
+    of what the disk delivered for the rest of the burst (docs/results/archive.md 2026-12-03, fifth section)."""
     stumbles = lambda k: 0.6 * C if k == 20 else C  # noqa: E731
     slow, *_ = _spare_and_victim(ContendPolicy(), math.inf, stumbles, True, lag=1)
     wc, mean, p05 = _spare_and_victim(ContendPolicy(patience=30), math.inf, stumbles, True, lag=1)
@@ -439,7 +439,7 @@ def test_contend_lowers_no_estimate_for_a_disk_short_of_the_caps_for_two_periods
 
 
 def test_contend_lowers_no_estimate_for_a_victim_short_of_a_cap_at_its_own_claim():
-    """guard-shapes' iops-neighbour told 1 x (docs/results.md 2026-12-02): a 4 KiB victim at depth 1, its cap about
+    """guard-shapes' iops-neighbour told 1 x (docs/results/archive.md 2026-12-02): a 4 KiB victim at depth 1, its cap about
     its calm lifeline (cost MB/s), ran at 0.9-0.97 of it beside the 32-deep neighbour at its cap, the device's latency
     6 x its floor. Short of its cap, but given no more than it lived at: it shows no limit, and the rule that lowers
     the estimate for a disk delivering less than the caps fired on it in 4 runs of 9."""
@@ -572,7 +572,7 @@ def test_contend_learns_no_ceiling_from_a_neighbour_catching_up_after_a_stall():
 
 @pytest.mark.parametrize("scale", [2.0, math.inf])
 def test_a_stall_everybody_felt_lowers_no_estimate_when_a_neighbour_catches_up_after_it(scale):
-    """guard-caps' workload2 told 2 x (docs/results.md 2026-12-02, evening): 3 s before the burst the disk stalled for
+    """guard-caps' workload2 told 2 x (docs/results/archive.md 2026-12-02, evening): 3 s before the burst the disk stalled for
     a period (victim 18 and neighbour 52 MB/s of 167 each, the device at 14-50 ms), then the neighbour caught up at
     its cap while the victim had not yet: read as the victim pre-empted by a taker, the estimate fell from 1,673 to
     its floor (375, the calm lifelines) before any burst and climbed 17 MB/s a second; the burst got 0.24 of the spare
@@ -645,7 +645,7 @@ def test_contend_learns_no_limit_from_a_neighbour_overshooting_its_cap():
     0.9 × the 1.1 GB/s the disk delivered, on a disk giving 2.3: a limit it never had, learnt for the burst. The
     cap holds the neighbour from the next period; the estimate stays. The same dip beside a neighbour held at its
     cap lowers it, as ever. (With `rise` and without: told 2 x, the default's estimate fell from 1,673 to its floor at
-    every burst's onset, and the burst got 0.22-0.26 of the spare where static took 0.87-0.97: docs/results.md
+    every burst's onset, and the burst got 0.22-0.26 of the spare where static took 0.87-0.97: docs/results/archive.md
     2026-12-02, evening.) Once learnt, such dips lower it as ever."""
     victim = np.array([479.0] * 30 + [300.0, 290.0])
     over = np.array([472.0] * 30 + [766.0, 879.0])
@@ -788,7 +788,7 @@ def test_the_calm_lifelines_floor_counts_a_crushed_victim_at_what_it_now_claims(
 
 
 def test_a_queue_bound_victim_takes_the_estimate_below_half_the_most_the_disk_delivered():
-    """guard-told-mixed's IOPS scene told 2 x (docs/results.md 2026-12-02), in cost MB/s: the 4 KiB victim at depth 1
+    """guard-told-mixed's IOPS scene told 2 x (docs/results/archive.md 2026-12-02), in cost MB/s: the 4 KiB victim at depth 1
     lived at 45, the neighbour at 15; the 32-deep burst delivered 165 in a period, and the estimate fell to half of
     that, 84, where it stayed: the neighbour, capped at 27-31, at 2.5 x its calm rate, kept the device's queue long and
     the victim at 0.88 of its rate. Where calm lifelines are kept they are the floor: the estimate falls to them, the
@@ -809,7 +809,7 @@ def test_a_queue_bound_victim_takes_the_estimate_below_half_the_most_the_disk_de
 
 
 def _onset(victim_last: list[float], neighbour_last: list[float], state: dict | None = None) -> Decision:
-    """guard-told-mixed, workload2 told 2 × (docs/results.md 2026-12-02): before the burst the victim (cap 660) and
+    """guard-told-mixed, workload2 told 2 × (docs/results/archive.md 2026-12-02): before the burst the victim (cap 660) and
     the neighbour (cap 597) lived at 480 each, the estimate 4785 on a disk giving 1.0-1.9 GB/s."""
     victim = np.array([480.0] * 30 + victim_last)
     neighbour = np.array([480.0] * 30 + neighbour_last)
@@ -839,7 +839,7 @@ def test_a_pre_emption_raises_no_cap_of_a_target_it_did_not_hurt():
 
 
 def test_before_the_disk_shows_its_limit_a_taker_climbs_to_a_number_told_step_by_step():
-    """guard-told-mixed's IOPS scene told 2 × (docs/results.md 2026-12-02): at the burst's onset the neighbour (24
+    """guard-told-mixed's IOPS scene told 2 × (docs/results/archive.md 2026-12-02): at the burst's onset the neighbour (24
     MB/s, cap 283 cost MB/s) did 33, wanting more, and was handed 4,188 of the 4,785 told at once; the victim fell
     from 51 to 15 MB/s. Until the disk showed its limit, a taker's cap rises `ramp` a period: the limit shows as a
     squeeze."""
@@ -856,7 +856,7 @@ def test_before_the_disk_shows_its_limit_a_taker_climbs_to_a_number_told_step_by
 
 
 def test_before_the_disk_shows_its_limit_one_at_its_cap_climbs_step_by_step_too():
-    """guard-told-mixed's workload2 told 2 × (docs/results.md 2026-12-03): both tenants lived at 168 MB/s, the
+    """guard-told-mixed's workload2 told 2 × (docs/results/archive.md 2026-12-03): both tenants lived at 168 MB/s, the
     neighbour's cap at its claim, 203; the burst's first period read 200 under it, wanting more but not above (1 + P)
     × its lifeline (202): the test of a taker cannot pass under a cap at the claim. It was handed the rest of the
     1673 told at once (1465), and the victim fell to 86 MB/s. At its cap it takes: the cap rises `ramp` a period."""

@@ -252,7 +252,7 @@ def test_the_disk_load_applies_its_rate_and_reports_latency(tenant):
 
 def hold_iops(a, gen, value: float, asked: float) -> dict[str, float]:
     """hold() for a disk level, held once more if its 1 s window fell short: this VM's disk stops for 100-400 ms
-    now and then, for every writer at once (docs/results.md, 2026-11-26), and one such stop in the window takes
+    now and then, for every writer at once (docs/results/archive.md, 2026-11-26), and one such stop in the window takes
     a fifth of it (a fresh-clone CI met it: 1,662 of 2,000 IOPS). Two short windows in a row are a finding."""
     guest = hold(a, gen, value, 2)
     if guest["iops"] < 0.9 * asked:

@@ -44,7 +44,14 @@ def open_new(path: Path, mode: str = "w", perm: int = 0o644, **kw):
     """`path` opened for writing (truncated) without following a link at its end: contend writes as root into
     results directories others may share (a report.html linked to /etc/shadow must not overwrite it; issue 52,
     M1). The mode bits are set on the open file, never through a path."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, perm)
+    return _file(os.open(path, NEW, perm), mode, perm, **kw)
+
+
+NEW = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC  # a file contend writes anew
+
+
+def _file(fd: int, mode: str, perm: int, **kw):
+    """A descriptor contend opened to write, its mode bits set on it (never through a path), as a file object."""
     try:
         os.fchmod(fd, perm)
         return os.fdopen(fd, mode, **kw)
@@ -95,16 +102,10 @@ def open_under(root: Path, *parts: str, mode: str = "w", perm: int = 0o644, **kw
     *dirs, name = parts
     d = open_dir(root, *dirs)
     try:
-        fd = os.open(_component(name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, perm,
-                     dir_fd=d)
+        fd = os.open(_component(name), NEW, perm, dir_fd=d)
     finally:
         os.close(d)
-    try:
-        os.fchmod(fd, perm)
-        return os.fdopen(fd, mode, **kw)
-    except BaseException:
-        os.close(fd)
-        raise
+    return _file(fd, mode, perm, **kw)
 
 
 def write_under(root: Path, *parts: str, text: str) -> Path:

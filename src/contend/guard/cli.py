@@ -43,17 +43,17 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                           "hand out, somebody wants more and nobody is hurt, the "
                                                           "estimate goes this share above them, past a --capacity "
                                                           "told too low (default 0, off: the capacity told is a "
-                                                          "ceiling; 0.1 measured in docs/results.md)."),
+                                                          "ceiling; 0.1 measured in docs/results/archive.md)."),
           spread: Optional[float] = typer.Option(None, help="contend/hybrid: a target whose rate varies by "
                                                             "itself counts as pre-empted only this many of its own "
                                                             "standard deviations below its lifeline (default 0, "
                                                             "off: the fixed 10 % for everybody; 2.5 measured in "
-                                                            "docs/results.md)."),
+                                                            "docs/results/archive.md)."),
           patience: Optional[int] = typer.Option(None, help="contend/hybrid: periods after a decrease that the "
                                                            "estimate climbs ten times slower near the level that "
                                                            "hurt, doubled by each probe past it that hurt (default "
                                                            "0: for as long as it takes; 30 measured in "
-                                                           "docs/results.md)."),
+                                                           "docs/results/archive.md)."),
           memory: Optional[int] = typer.Option(None, help="contend/hybrid: periods over which a lifeline kept from "
                                                          "a calm period halves when its target does less, so a "
                                                          "victim slowed by the disk keeps its claim (default "
@@ -71,7 +71,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                           "cap, as its cgroup was charged, not as its share of what "
                                                           "the disk wrote (default: the direct view on a disk told "
                                                           "nothing, the share on one told a --capacity; measured in "
-                                                          "docs/results.md 2026-12-03)."),
+                                                          "docs/results/archive.md 2026-12-03)."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log, set no cap."),
           wait: Optional[float] = typer.Option(None, "--wait", metavar="SECONDS",
                                                help="At start, wait this long for a named target that does not "

@@ -64,7 +64,7 @@ def settle(credit: dict[str, float], charged: dict[str, float], written: float, 
     less, and only what the disk wrote beyond it goes by the carry left. A burst's onset charged 53 MB in 0.1 s
     under a cap of 21 MB a period; paid in proportion, a direct writer beside it beneath its own cap was delivered
     95 of its 168 MB/s and read as pre-empted, while its cgroup's counters showed 168 throughout (guard-caps told
-    0.5 x: the estimate fell below the number told at every burst; docs/results.md 2026-12-03). A target's carry is
+    0.5 x: the estimate fell below the number told at every burst; docs/results/archive.md 2026-12-03). A target's carry is
     bounded by what it still holds (`held`: its dirty and writeback pages) plus CREDIT_SLACK, so a charge that never
     reached this disk does not hide a later escape for long.
     With `direct_view`, a target charged within its bound (uncapped: any) and holding less than ESCAPE_DIRTY of pages
@@ -76,7 +76,7 @@ def settle(credit: dict[str, float], charged: dict[str, float], written: float, 
     Paid its share instead (the default), a victim writing at its rate beside a neighbour's deep queue carries a part
     of that queue, and is paid it back whenever its own writes dip: the guard saw it at its rate in 9-16 % of the
     periods of a burst in which its cgroup's counters had it below 0.9 of it (guard-caps told 1.5 and 2 x,
-    `bench/guard_timeline.py DIR --views`; docs/results.md 2026-12-03, fifth section)."""
+    `bench/guard_timeline.py DIR --views`; docs/results/archive.md 2026-12-03, fifth section)."""
     carry = {n: credit.get(n, 0.0) + max(0.0, c) for n, c in charged.items()}
     total, written = sum(carry.values()), max(0.0, written)
     first = {n: min(c, max(0.0, (bounds or {}).get(n, math.inf))) for n, c in carry.items()}

@@ -48,7 +48,7 @@ def cap_floor(share: float, told: float, believed: float) -> float:
     """No cap below `share` × the disk's capacity: the one told or the policy's estimate (nan: it has none), whichever
     is lower, and never below MIN_CAP. A number told is a starting point: told 2 x, a floor of 0.02 of it was 0.3 of
     the estimate the disk showed, and held the IOPS-bound neighbour there at 2.5 x its calm rate, the victim at 0.88
-    (guard-told-mixed, docs/results.md 2026-12-02)."""
+    (guard-told-mixed, docs/results/archive.md 2026-12-02)."""
     basis = told if math.isnan(believed) else min(told, believed)
     return max(MIN_CAP, share * basis) if math.isfinite(basis) else MIN_CAP
 
@@ -128,7 +128,7 @@ class GuardSettings(Strict):
     # wrote (collector.settle). None: on for a disk the guard is told nothing of, off for one told a number
     # (sees_direct). Alone, against the share, interleaved n = 9, told nothing it was better in every column (isol
     # p05 0.89 -> 0.98, the neighbour's share 0.38 -> 0.60), but told 2 x it isolated no better and the policy, tuned
-    # on the share, gave the neighbour 0.57 of the spare where it took 0.72 (docs/results.md 2026-12-03, sixth
+    # on the share, gave the neighbour 0.57 of the spare where it took 0.72 (docs/results/archive.md 2026-12-03, sixth
     # section; full-length runs: seventh section)
     direct_view: bool | None = None
 

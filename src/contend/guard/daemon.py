@@ -131,6 +131,11 @@ def _no_iolatency(evidence: str) -> str:
 
 
 class Guard:
+    # the targets as somebody else resolved them (contend watch --guard: the watch's own, so the guard caps by the
+    # same identity the watch blames by; issue 95 M2); None: the guard resolves cfg.targets itself
+    source: Callable[[], dict[str, Resolved]] | None = None
+    on_log: Callable[[str, dict], None] | None = None  # told every event the log is told (from the first)
+
     def __init__(self, cfg: GuardConfig, disks: dict[str, float], host: CgroupHost | None = None,
                  log: TextIO | None = sys.stderr, record: bool = False, clock0: float | None = None):
         self.cfg = cfg
@@ -199,10 +204,6 @@ class Guard:
         # caps on a disk only while gate(disk) says so (contend watch --guard: while it blames a container for a
         # disk); otherwise none, and the policy goes on learning everybody's lifeline
         self.gate: Callable[[str], bool] | None = None
-        # the targets as somebody else resolved them (contend watch --guard: the watch's own, so the guard caps by
-        # the same identity the watch blames by; issue 95 M2); None: the guard resolves cfg.targets itself
-        self.source: Callable[[], dict[str, Resolved]] | None = None
-        self.on_log: Callable[[str, dict], None] | None = None  # told every event the log is told
         self._closed = False
         self._logged_weights: dict[tuple[str, str], int | None] = {}
 

@@ -104,7 +104,7 @@ def _stalled(targets: list[TargetView], lives: dict[str, float], floor: float, t
     the last three: a moment the disk stopped for all, then ran on. Nobody's taking caused it, and a neighbour
     catching up after it is not taking either (guard-caps' workload2 told 2 x: a stall 3 s before the burst, the
     neighbour back at its cap a period before the victim, and the estimate fell from 1,673 to its floor of 375 cost
-    MB/s for the rest of the run: the burst got 0.24 of the spare, docs/results.md 2026-12-02, evening). Three such
+    MB/s for the rest of the run: the burst got 0.24 of the spare, docs/results/archive.md 2026-12-02, evening). Three such
     periods running are a disk that slowed down, met as ever; four are one that slowed with nobody taking (the second
     answer): a stall with nobody taking lasted three (guard-shapes' iops-neighbour, 2026-11-28)."""
     def low(k: int) -> bool:
@@ -288,7 +288,7 @@ class ContendPolicy(Policy):
 
     # a cap moved less than 5 % is left as written: the neighbour's 100 ms buckets over 1.2 x its cap fell in all six
     # bandwidth cells of two interleaved studies (3.2-8.1 % against 3.8-19.1 %), the victim's isolation and the
-    # spare within the noise (bench/specs/guard-hysteresis*.yaml, n = 3, docs/results.md 2026-12-04 second section)
+    # spare within the noise (presets/guard-studies/guard-hysteresis*.yaml, n = 3, docs/results/archive.md 2026-12-04 second section)
     hysteresis = 0.05
     window: int = 30
     p: float = 0.2
@@ -302,18 +302,18 @@ class ContendPolicy(Policy):
     probe: float = 0.02  # told nothing: the ceiling, this share above the most the disk delivered in a period
     # until the disk shows its limit, the estimate this share above what it delivered unhurt: a number told is a
     # starting point. Off by default: 0.1 moved nothing told 0.5 × on this VM's disk and cost the victim told 1 ×
-    # (interleaved, n = 9: work conservation 0.47 -> 0.59, p05 0.975 -> 0.950; docs/results.md 2026-12-01)
+    # (interleaved, n = 9: work conservation 0.47 -> 0.59, p05 0.975 -> 0.950; docs/results/archive.md 2026-12-01)
     rise: float = 0.0
     # a dip of a target whose rate varies by itself counts only this many of its own standard deviations deep. Off by
     # default: on the simulated disk (a victim ± 15 % a period) work conservation 0.33 -> 0.90 told C, but on this
     # VM's disk the IOPS-bound neighbour's victim lost what it felt (told 0.5 and 1 x isol 1.00 -> 0.81-0.89,
-    # interleaved; docs/results.md 2026-12-01): its dips were the neighbour's queue, not its own
+    # interleaved; docs/results/archive.md 2026-12-01): its dips were the neighbour's queue, not its own
     spread: float = 0.0
     persist: int = 3  # periods a disk must deliver less than the caps hand out, the latency up, to lower the estimate
     # until the disk showed its limit, a taker's cap rises at most this share a period: a number told is not handed
-    # out at once (told 2 x, the victim 0.85-0.94 -> 0.96-1.00 over 6 runs interleaved; docs/results.md 2026-12-02).
+    # out at once (told 2 x, the victim 0.85-0.94 -> 0.96-1.00 over 6 runs interleaved; docs/results/archive.md 2026-12-02).
     # 25 % until 2026-12-03, when one at its cap counted too: at 50 % the victim as kept, and the neighbour's share
-    # told 2 x no lower than when some runs leapt (interleaved, docs/results.md 2026-12-03, third section)
+    # told 2 x no lower than when some runs leapt (interleaved, docs/results/archive.md 2026-12-03, third section)
     ramp: float = 0.5
     spare: int = 2  # periods running a decrease may wait out at a burst's onset (a neighbour past its cap)
     keep: int = 4  # periods a target that filled its cap keeps it, whatever it uses (large I/Os under a low cap)
@@ -321,13 +321,13 @@ class ContendPolicy(Policy):
     # past it that hurt; then past it at full speed. Off by default (0: for as long as it takes): 30 gave the
     # neighbour 0.790 -> 0.925 of the spare told nothing on the simulated disk that stumbles and held the victim on one
     # that slowed (p05 0.88 -> 1.00, bench/guard_told.py --patience), but on this VM's disk, with the direct view,
-    # quick runs (bursts of a few seconds) moved nothing measurable (interleaved n = 9, docs/results.md 2026-12-03,
+    # quick runs (bursts of a few seconds) moved nothing measurable (interleaved n = 9, docs/results/archive.md 2026-12-03,
     # sixth section), and without it the victim's dips the share hides would let a probe climb past them unseen
     patience: int = 0
     # periods over which a target's kept lifeline halves while all is calm and it does less (0: it follows the
     # median at once). A latency-bound victim slowed by the disk for a second before a burst kept that slow rate as
     # its lifeline, its cap 1.2 x it, the estimate pinned near their sum, and it ran at 2-7 MB/s of its 15-30 for the
-    # whole burst (guard-iops-yardstick told 1 x, docs/results.md 2026-12-03, eighth section)
+    # whole burst (guard-iops-yardstick told 1 x, docs/results/archive.md 2026-12-03, eighth section)
     memory: int = 0
     name = "contend"
 
@@ -400,7 +400,7 @@ class ContendPolicy(Policy):
         its headroom); before the disk showed its limit, such a cap rises at most `ramp` a period. A decrease that
         lowered the estimate to half a number told 2 x handed the neighbour, wanting more and not yet past its
         lifeline by two periods, 1736 MB/s of it, 3 x its cap, and the victim got 0-94 MB/s until the next decrease
-        (guard-told-mixed's workload2, docs/results.md 2026-12-02); the IOPS-bound neighbour, at 33 MB/s under a cap
+        (guard-told-mixed's workload2, docs/results/archive.md 2026-12-02); the IOPS-bound neighbour, at 33 MB/s under a cap
         of 283 cost MB/s, was handed 4,188 of the 4,785 told at once, and the victim fell from 51 to 15 MB/s."""
         if learnt and not gripped:
             return shares
@@ -413,7 +413,7 @@ class ContendPolicy(Policy):
             # before the limit showed, one at its cap takes too: a cap at its claim, (1 + P) × its lifeline, lets no
             # more through than that test asks, and a burst's first period read at 200 under a cap of 203 (lifeline
             # 168) handed it the rest of the number at once, 7 x, in 5 of 16 runs told 1 and 2 x; the victim fell
-            # to 86 MB/s (guard-told-mixed's workload2, docs/results.md 2026-12-03). In a hold, as ever: only takers
+            # to 86 MB/s (guard-told-mixed's workload2, docs/results/archive.md 2026-12-03). In a hold, as ever: only takers
             taking = float(u[-1]) > (1 + self.p) * max(float(np.median(u[-self.window:])), floor)
             if taking or (not gripped and float(u[-1]) >= 0.9 * t.cap):
                 out[t.name] = min(out[t.name], (1 + rise) * t.cap)
@@ -427,7 +427,7 @@ class ContendPolicy(Policy):
         stays the most the disk delivered in any period of it (told nothing, a second pre-emption 0.4 s after the
         first set that level from 1,447 to 850 MB/s on a disk delivering 1.8 GB/s, and from 458 to 373 while the
         neighbour's dump showed 1,000 between them: the estimate climbed ten times slower from there for the whole
-        burst, which took 0.15-0.54 of the spare; guard-caps, docs/results.md 2026-12-03). A new contention reads
+        burst, which took 0.15-0.54 of the spare; guard-caps, docs/results/archive.md 2026-12-03). A new contention reads
         the level afresh, and so does one `window` periods after a contention began: a disk that slowed down for good
         is not approached at full speed for longer."""
         if since < self.window:
@@ -440,7 +440,7 @@ class ContendPolicy(Policy):
         periods after the last decrease (`quiet`), doubled by each probe that hurt (`probes`); then past it at full
         speed, a probe (the last of the returned: a decrease now would end it). The slow climb for good held the
         estimate at a third of what this VM's disk delivered for a whole burst after one 100 ms dip at its onset (direct
-        view, told 2 x; docs/results.md 2026-12-03); on a disk that slowed down, a probe that hurts sets the ceiling.
+        view, told 2 x; docs/results/archive.md 2026-12-03); on a disk that slowed down, a probe that hurts sets the ceiling.
         Reaching `cap_max` forgets the probes; the level that hurt is forgotten slowly."""
         probing = est >= self.backoff * bad
         near = probing and (self.patience <= 0 or quiet < self.patience << probes)
@@ -536,7 +536,7 @@ class ContendPolicy(Policy):
         over = int(inp.state.get("over", 0)) + 1 if slow and taker and handed >= (1 - self.tolerance) * est else 0
         # the most the disk delivered while somebody wanted more and nobody was hurt: a number told below it was
         # too low, and is a starting point only (told 0.5 ×, the neighbour got 0.26-0.30 of the spare for good,
-        # less than static's equal split of the same number: docs/results.md 2026-11-29)
+        # less than static's equal split of the same number: docs/results/archive.md 2026-11-29)
         told = max(inp.capacity, told_state["unhurt"])
         cap_max = min(told, (1 + self.probe) * peak) if learnt else max(told, est)
         bad = float(inp.state.get("hurt_at", cap_max))
@@ -564,14 +564,14 @@ class ContendPolicy(Policy):
         # not by the disk; the cap holds it from the next period, and lowering the estimate for it learnt a limit the
         # disk never had (told 0.5 ×, a burst's onset set the estimate to 0.9 of 1.1 GB/s on a disk giving 2.3; told
         # 2 ×, to its floor, judged the period after the overshoot, and the burst got 0.22-0.26 of the spare where
-        # static took 0.87-0.97: docs/results.md 2026-12-02). At most `spare` such periods running: a victim hurt
+        # static took 0.87-0.97: docs/results/archive.md 2026-12-02). At most `spare` such periods running: a victim hurt
         # longer is hurt by the disk. Once learnt (told nothing: always), such dips lower it as ever
         shot = bool(_overshooting(inp.targets, self.p))
         spared = int(inp.state.get("spared", 0))
         onset = not learnt and (shot or bool(inp.state.get("shot"))) and spared < self.spare
         # a target living at its cap that dips alone shows its cap and its own jitter, not the disk's limit: counted, it
         # lowered the estimate, so its cap, so its lifeline, and again (guard-shapes' iops-neighbour told 0.5 x: a 4 KiB
-        # writer at depth 1 held at 0.62 of its rate, the estimate at its floor; docs/results.md 2026-12-01). With
+        # writer at depth 1 held at 0.62 of its rate, the estimate at its floor; docs/results/archive.md 2026-12-01). With
         # somebody else pre-empted too, everybody got less at once: the disk slowed down
         hurt = preempted if len(preempted) >= 2 else [k for k in preempted if k not in own]
         lives = {t.name: float(np.median(t.usage[-self.window:])) for t in inp.targets if len(t.usage)}
@@ -587,7 +587,7 @@ class ContendPolicy(Policy):
             # three periods for the victim to recover; that level is the one to approach slowly again
             # (the mean of both periods, though at a burst's start the first predates it and the mean reads the
             # disk low: reading the saturated one instead gave the neighbour 0.05 more of the spare and delayed
-            # the victim's recovery from ~0.95 s to 1.0-4.9 s, interleaved A/B, docs/results.md 2026-11-27)
+            # the victim's recovery from ~0.95 s to 1.0-4.9 s, interleaved A/B, docs/results/archive.md 2026-11-27)
             delivered = sum(_mean_tail(t.usage, 2) for t in inp.targets)
             # the level that hurt is what the disk delivered in the saturated period, the later or the larger of
             # the two: the mean reads a burst's first pre-emption low (a period before the burst in it), and the
@@ -597,14 +597,14 @@ class ContendPolicy(Policy):
             saturated_period = max(sum(float(t.usage[-k]) for t in inp.targets if len(t.usage) >= k) for k in (1, 2))
             bad, reached, since = self._hurt_level(since, est, max(delivered, saturated_period), reached)
             # the limit shown now: no floor at half a number told too high (its first drop stopped at 1.3 GB/s
-            # told 2.6, the disk delivering 1.0: the victim waited 2 s more, docs/results.md). Only when somebody
+            # told 2.6, the disk delivering 1.0: the victim waited 2 s more, docs/results/archive.md). Only when somebody
             # wanted more than it got: a steady neighbour catching up after a stall is above its lifeline, not
             # at a limit, and learning then set a ceiling of 2 % above what nobody had asked more than (the
             # estimate 102 MB/s before any burst, the burst then 0.05 of the spare: guard-shapes, 2026-11-28)
             # so does a target using more than it lives at under a cap the disk does not let it reach, the device's
             # latency up, the estimate already at its floor: the disk holds it, not its cap (told 2 x a disk giving
             # 0.75 x its calibration, the estimate at half the number, a 32-deep burst at 1.3-1.7 GB/s under caps of
-            # 1.7-2.3, the device at 20 ms, the victim at 0 for 3 s: guard-caps' workload2, docs/results.md
+            # 1.7-2.3, the device at 20 ms, the victim at 0 for 3 s: guard-caps' workload2, docs/results/archive.md
             # 2026-12-02). Above its floor a stall shows the same for a moment, a neighbour catching up on it (a
             # ceiling learnt there left the burst 0.13 of the spare: guard-shapes, 2026-11-28)
             floored = est <= (1 + self.tolerance) * self.lowest * cap_max
@@ -624,7 +624,7 @@ class ContendPolicy(Policy):
             # target taking more than it lived at (lifelines_first), and that is what a queue-bound victim needs.
             # Half the most the disk delivered held the IOPS-bound neighbour at 2-2.5 x its calm rate, the 4 KiB
             # victim at 0.88-0.94 of its own (told 1 and 2 x; told nothing, with no such floor, 1.00: guard-told-mixed,
-            # docs/results.md 2026-12-02)
+            # docs/results/archive.md 2026-12-02)
             low = min(cap_max, lived) if lived > 0 else self.lowest * cap_max
             was, est = est, max(low, self.backoff * min(est, delivered))
             # a probe that hurt: the disk delivers less now, and its ceiling is what it delivered then

@@ -4,10 +4,10 @@ The disk delivers `real(k)` bytes/s in period k and shares it in proportion to w
 (its demand, held to its cap), as a saturated queue does; the policy is told `told` (inf: nothing) and sees
 each period's usage, as the guard's collector reports it. No latency: saturation is seen only from the usage.
 With `lag`, a target's first cap takes effect that many periods late: what it had queued uncapped goes on (this
-VM's disk: a burst's neighbour wrote at 2.5 GB/s for 100 ms under its first cap of 0.76 GB/s, docs/results.md).
+VM's disk: a burst's neighbour wrote at 2.5 GB/s for 100 ms under its first cap of 0.76 GB/s, docs/results/archive.md).
 With `queue`, the policy also sees the device's latency: 0.1 ms a period while the disk delivers all it is asked
 (held to the caps), and ten times that × asked / delivered while it does not, as a saturated queue's wait grows
-(this VM's disk: 0.5 ms calm, 20 ms under a 32-deep burst, docs/results.md 2026-12-02).
+(this VM's disk: 0.5 ms calm, 20 ms under a 32-deep burst, docs/results/archive.md 2026-12-02).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ A cell got significantly worse when both sides have a 95 % interval (n >= 2), th
 overlap, B lies on the worse side, and the change is at least `min_change` (so two bit-identical
 intervals a rounding apart are not a regression). With one repetition there is no interval: such a
 cell is `untested`, shown but never gating, because one-shot isolation metrics move by up to ±0.6
-between identical runs on this host (docs/results.md).
+between identical runs on this host (docs/results/archive.md).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ how long the burst took. Here, for one run of a workload under one policy:
   resctl-bench's: a 100 ms squeeze the victim made up for within its second costs nothing; one it did not costs
   its share of the second);
   `isol_mean` and `isol_p05` (the 5th percentile: the worst seconds). Studies before 2026-11-27 took them on
-  100 ms buckets (docs/results.md says which).
+  100 ms buckets (docs/results/archive.md says which).
 - lat_imp: the victim's mean latency during the burst / before it, - 1, at least 0 (DESIGN §3, resctl-bench's
   max(lat / base_lat - 1, 0): a victim faster during the burst was not impacted, and is not "better than none").
 - lat_p99_imp: the same for the 99th percentile of every I/O's latency (the tail a user sees).
@@ -31,7 +31,7 @@ how long the burst took. Here, for one run of a workload under one policy:
   half second (`smooth` buckets), over its reference, is at least `level`, and stays so for `hold_s` (or to the
   burst's end); 0 if it never dropped; nan if never. What the victim caught up on counts, as isol per second counts
   it; a stall after the recovery still resets it (before 2026-12-02: timed from the phase's start, on buckets
-  capped at 1 before they were averaged, so a catch-up never counted; docs/results.md says which).
+  capped at 1 before they were averaged, so a catch-up never counted; docs/results/archive.md says which).
 - reclaim_s: from the burst's end until the neighbour's cap is back within 1.5 × its cap before the burst
   (nan: no caps, nothing to reclaim).
 - burst_completion_s: how long the burst's fixed amount of I/O took.

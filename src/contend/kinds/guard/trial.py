@@ -39,7 +39,7 @@ SIZE = "1G"  # each tenant's file; fio wraps around it
 # fio stamps its logs with the wall clock, which the trial's clock is read against (wall_zero): its jobs start
 # 0.3-0.45 s after the exec that launches it, and a log on fio's own clock put the victim's stall 0.44 s early
 # beside the host's counters (issue 55: the two views' per-second windows then split a dip from its catch-up
-# differently, 0.92 against 1.00; docs/results.md 2026-12-03, fourth section)
+# differently, 0.92 against 1.00; docs/results/archive.md 2026-12-03, fourth section)
 WALL_CLOCK = "--log_unix_epoch=1"
 # the neighbour's second job's per-I/O log: when its burst really began is its first I/O's issue (completion less
 # latency). Not a bandwidth log: its first entry waits for the first completion, 0.1-0.7 s into a burst the disk
@@ -118,7 +118,7 @@ def io_on(ios: np.ndarray, stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     """As io_buckets, on another view's buckets: each stamped at its interval's middle (the host sampler's), from the
     one holding the first I/O to the one holding the last. The two views of a second then count the same 100 ms;
     on buckets of their own a catch-up on a second's edge fell in it in one view and out of it in the other (0.90
-    against 1.00: docs/results.md 2026-12-03, fourth section)."""
+    against 1.00: docs/results/archive.md 2026-12-03, fourth section)."""
     if len(stamps) < 2 or not len(ios):
         return io_buckets(ios)
     mids = (stamps[1:] + stamps[:-1]) / 2
@@ -341,7 +341,7 @@ def _phases(result: TrialResult, t: Tenants, w: Workload, C: float, starts: dict
 def unseen(samples: list[Sample], share: float = 0.5) -> str:
     """Why the host view cannot be trusted, or "": the victim's cgroup counted less than `share` of the bytes its own
     load generator logged (a v1 host's disk counters off: a study's first three runs on a fresh machine read 0 MB/s
-    for a victim writing 127, docs/results.md 2026-12-02). Both are sums over the run; the host's are rates per
+    for a victim writing 127, docs/results/archive.md 2026-12-02). Both are sums over the run; the host's are rates per
     bucket, times the bucket's width (the guest's buckets are all BUCKET_S)."""
     guest = sum(s.value for s in samples if s.tenant == "victim" and s.source == "load" and s.quantity == "bytes_s")
     host = sorted((s.t, s.value) for s in samples if s.tenant == "victim" and s.source == "cgroup"
