@@ -1,4 +1,5 @@
-"""Does rewriting a throttle every period hurt the victim it protects? (docs/results/archive.md, guard, issues 26 and 55)
+"""Does rewriting a throttle every period hurt the victim it protects? (docs/results/archive.md, guard, issues 26 and
+55)
 
 The kernel restarts a cgroup's throttle slice whenever its limit file is written (blk-throttle's
 tg_conf_updated), so a writer with I/O queued behind its cap may dispatch a fresh budget at once. A guard that

@@ -1,4 +1,5 @@
-"""How often a capped neighbour got past its cap, and whether the victim dipped then (docs/results/archive.md, issue 26).
+"""How often a capped neighbour got past its cap, and whether the victim dipped then (docs/results/archive.md, issue
+26).
 
 Reads a guard study's results directory (`contend run presets/aridac-workloads.yaml --out DIR`) and prints per
 run, during the burst (its first second left out): the host view's 100 ms buckets, those where the neighbour

@@ -7,7 +7,8 @@ on each, what the guard saw each use (`seen`: its share of the disk's writes or,
 `guard/collector.settle`; over the period ending half a bucket after the bucket's middle, the one that covers it: a
 guard's record is stamped at its period's end, a sampler's bucket at its middle) and the policy's capacity estimate
 (MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O.
-What docs/results/archive.md reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one line per run
+What docs/results/archive.md reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one
+line per run
 instead: when the burst really began (the neighbour's first bucket above twice its level before the burst: in a store
 from before 2026-12-03 0.3-0.45 s after the phase's start, fio's own start-up, since then at its start), the first cap
 on it in force in the burst (told a number: from the start), when the victim was last below 0.95 of its reference in the

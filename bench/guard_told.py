@@ -4,7 +4,8 @@ Pure and deterministic (guard/simulate.py: the disk shares what it delivers in p
 asks, caps held): a victim asking 0.2 C, a neighbour at 0.2 C that bursts to 2 C at period 20 and stays there.
 The disk delivers C throughout (steady), or C then 0.6 C from period 200 (slows), or C but 0.6 C in the burst's first
 period, the neighbour's first cap taking effect a period late (stumbles: this VM's disk at a burst's start, where
-the first pre-emption reads the disk low, docs/results/archive.md 2026-11-29), or 0.5 C throughout (half: every number told
+the first pre-emption reads the disk low, docs/results/archive.md 2026-11-29), or 0.5 C throughout (half: every number
+told
 from 1 C up is twice the truth or more), or C then 0.45 C from period 150 (fades: below the floor of half the most
 it delivered, as a cloud volume out of burst credits). With --queue the policy also sees the device's latency rise
 while the disk delivers less than it is asked, as on a real disk; without, saturation shows only in the usage. With
@@ -63,7 +64,8 @@ def main() -> None:
     ap.add_argument("--spread", type=float, default=0.0, help="contend's spread: a varying target's dip counts this "
                     "many of its own standard deviations deep (0: off)")
     ap.add_argument("--patience", type=int, default=None, help="contend's periods of slow climb near the level that "
-                    "hurt after a decrease (default: the policy's, 0: for as long as it takes; 30 in docs/results/archive.md)")
+                    "hurt after a decrease (default: the policy's, 0: for as long as it takes; 30 in "
+                    "docs/results/archive.md)")
     a = ap.parse_args()
     print(f"{'disk':8} {'told':>8} {'isol mean':>10} {'isol p05':>9} {'work cons.':>11} {'estimate/C':>11}")
     for disk in DISKS:

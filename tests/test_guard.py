@@ -119,7 +119,8 @@ def test_a_throttled_queue_is_paid_at_its_cap_and_a_writer_beside_it_in_full():
 
 
 def test_with_the_direct_view_a_direct_writer_beside_a_deep_queue_is_seen_as_its_counters_see_it():
-    """Pure: guard-caps told 1.5 × (docs/results/archive.md 2026-12-03, fifth section): the victim wrote 168 MB/s under its cap
+    """Pure: guard-caps told 1.5 × (docs/results/archive.md 2026-12-03, fifth section): the victim wrote 168 MB/s under
+    its cap
     of 207 beside a neighbour queued 32 deep behind its cap; the disk, 10 ms per I/O, wrote less than both were
     charged, and paid in proportion the victim carried a share of the neighbour's queue. When its own writes dipped to
     73 MB/s, that carry was paid back and the guard saw it at 168 (its cgroup's counters and its own fio log: 73 and
@@ -1064,7 +1065,8 @@ def test_a_guard_that_dies_in_a_study_fails_the_run_and_a_belief_without_a_numbe
 
 def test_a_run_whose_host_view_missed_the_victims_writes_says_so():
     """The first three runs of a guard study on a fresh machine read 0 MB/s for a victim whose fio logged 127 (the v1
-    disk counters off, docs/results/archive.md 2026-12-02): such a run fails with the reason, never stored as a victim at 0."""
+    disk counters off, docs/results/archive.md 2026-12-02): such a run fails with the reason, never stored as a victim
+    at 0."""
     from contend.kinds.guard.trial import unseen
     from contend.probes import Sample
 
@@ -1115,7 +1117,8 @@ def test_a_direct_writers_carry_is_no_queue_behind_its_cap():
     """Pure, through `escaping` and `queued_use` as the daemon uses them: the victim's carry (its share of what the disk
     had not written yet beside a deep queue) exceeded what its cap lets through in a period, and the guard took its
     writes for queued behind its cap: it saw it at its cap, 207 MB/s, wanting more, while it wrote 73 (guard-caps told
-    1.5 ×, docs/results/archive.md 2026-12-03, fifth section). With `direct_view`, a direct writer within its cap is named so,
+    1.5 ×, docs/results/archive.md 2026-12-03, fifth section). With `direct_view`, a direct writer within its cap is
+    named so,
     and its carry is not its queue (the daemon's reading)."""
     from contend.guard.collector import Usage, escaping, queued_use
     caps = {"neighbour": 1047e6, "victim": 207e6}

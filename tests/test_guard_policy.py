@@ -439,7 +439,8 @@ def test_contend_lowers_no_estimate_for_a_disk_short_of_the_caps_for_two_periods
 
 
 def test_contend_lowers_no_estimate_for_a_victim_short_of_a_cap_at_its_own_claim():
-    """guard-shapes' iops-neighbour told 1 x (docs/results/archive.md 2026-12-02): a 4 KiB victim at depth 1, its cap about
+    """guard-shapes' iops-neighbour told 1 x (docs/results/archive.md 2026-12-02): a 4 KiB victim at depth 1, its cap
+    about
     its calm lifeline (cost MB/s), ran at 0.9-0.97 of it beside the 32-deep neighbour at its cap, the device's latency
     6 x its floor. Short of its cap, but given no more than it lived at: it shows no limit, and the rule that lowers
     the estimate for a disk delivering less than the caps fired on it in 4 runs of 9."""
@@ -572,7 +573,8 @@ def test_contend_learns_no_ceiling_from_a_neighbour_catching_up_after_a_stall():
 
 @pytest.mark.parametrize("scale", [2.0, math.inf])
 def test_a_stall_everybody_felt_lowers_no_estimate_when_a_neighbour_catches_up_after_it(scale):
-    """guard-caps' workload2 told 2 x (docs/results/archive.md 2026-12-02, evening): 3 s before the burst the disk stalled for
+    """guard-caps' workload2 told 2 x (docs/results/archive.md 2026-12-02, evening): 3 s before the burst the disk
+    stalled for
     a period (victim 18 and neighbour 52 MB/s of 167 each, the device at 14-50 ms), then the neighbour caught up at
     its cap while the victim had not yet: read as the victim pre-empted by a taker, the estimate fell from 1,673 to
     its floor (375, the calm lifelines) before any burst and climbed 17 MB/s a second; the burst got 0.24 of the spare
@@ -788,7 +790,8 @@ def test_the_calm_lifelines_floor_counts_a_crushed_victim_at_what_it_now_claims(
 
 
 def test_a_queue_bound_victim_takes_the_estimate_below_half_the_most_the_disk_delivered():
-    """guard-told-mixed's IOPS scene told 2 x (docs/results/archive.md 2026-12-02), in cost MB/s: the 4 KiB victim at depth 1
+    """guard-told-mixed's IOPS scene told 2 x (docs/results/archive.md 2026-12-02), in cost MB/s: the 4 KiB victim at
+    depth 1
     lived at 45, the neighbour at 15; the 32-deep burst delivered 165 in a period, and the estimate fell to half of
     that, 84, where it stayed: the neighbour, capped at 27-31, at 2.5 x its calm rate, kept the device's queue long and
     the victim at 0.88 of its rate. Where calm lifelines are kept they are the floor: the estimate falls to them, the
@@ -809,7 +812,8 @@ def test_a_queue_bound_victim_takes_the_estimate_below_half_the_most_the_disk_de
 
 
 def _onset(victim_last: list[float], neighbour_last: list[float], state: dict | None = None) -> Decision:
-    """guard-told-mixed, workload2 told 2 × (docs/results/archive.md 2026-12-02): before the burst the victim (cap 660) and
+    """guard-told-mixed, workload2 told 2 × (docs/results/archive.md 2026-12-02): before the burst the victim (cap 660)
+    and
     the neighbour (cap 597) lived at 480 each, the estimate 4785 on a disk giving 1.0-1.9 GB/s."""
     victim = np.array([480.0] * 30 + victim_last)
     neighbour = np.array([480.0] * 30 + neighbour_last)
@@ -839,7 +843,8 @@ def test_a_pre_emption_raises_no_cap_of_a_target_it_did_not_hurt():
 
 
 def test_before_the_disk_shows_its_limit_a_taker_climbs_to_a_number_told_step_by_step():
-    """guard-told-mixed's IOPS scene told 2 × (docs/results/archive.md 2026-12-02): at the burst's onset the neighbour (24
+    """guard-told-mixed's IOPS scene told 2 × (docs/results/archive.md 2026-12-02): at the burst's onset the neighbour
+    (24
     MB/s, cap 283 cost MB/s) did 33, wanting more, and was handed 4,188 of the 4,785 told at once; the victim fell
     from 51 to 15 MB/s. Until the disk showed its limit, a taker's cap rises `ramp` a period: the limit shows as a
     squeeze."""

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 GOOD = {"name": "t", "runtimes": ["runc"], "scenarios": ["harmony"], "resources": ["cpu"]}
 
 
-@pytest.mark.parametrize("preset", sorted((ROOT / "presets").rglob("*.yaml")), ids=lambda p: p.name)  # guard-studies/ too
+@pytest.mark.parametrize("preset", sorted((ROOT / "presets").rglob("*.yaml")),  # presets/guard-studies/ too
+                         ids=lambda p: p.name)
 def test_presets_validate(preset):
     assert isinstance(load(preset), tuple(MODELS.values()))
 

@@ -48,7 +48,8 @@ class CgroupHost:
         """On a v1 or hybrid host, every disk's v1 I/O counters on (v1.count_io), from a cgroup of contend's own made
         for that alone (`name`, under contend's prefix): the containers' own are their runtime's, and until then a
         fresh host's cgroups read 0 bytes on a disk nobody has throttled (the first three runs of a guard study read
-        0 MB/s for a victim writing 127: docs/results/archive.md 2026-12-02). "" when done (or nothing to do), else why not."""
+        0 MB/s for a victim writing 127: docs/results/archive.md 2026-12-02). "" when done (or nothing to do), else why
+        not."""
         if self.mode not in ("v1", "hybrid"):
             return ""
         own = self.cgroup(f"{PREFIX}/{name}")

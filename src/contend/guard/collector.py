@@ -64,7 +64,8 @@ def settle(credit: dict[str, float], charged: dict[str, float], written: float, 
     less, and only what the disk wrote beyond it goes by the carry left. A burst's onset charged 53 MB in 0.1 s
     under a cap of 21 MB a period; paid in proportion, a direct writer beside it beneath its own cap was delivered
     95 of its 168 MB/s and read as pre-empted, while its cgroup's counters showed 168 throughout (guard-caps told
-    0.5 x: the estimate fell below the number told at every burst; docs/results/archive.md 2026-12-03). A target's carry is
+    0.5 x: the estimate fell below the number told at every burst; docs/results/archive.md 2026-12-03). A target's
+    carry is
     bounded by what it still holds (`held`: its dirty and writeback pages) plus CREDIT_SLACK, so a charge that never
     reached this disk does not hide a later escape for long.
     With `direct_view`, a target charged within its bound (uncapped: any) and holding less than ESCAPE_DIRTY of pages

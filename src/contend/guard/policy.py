@@ -104,7 +104,8 @@ def _stalled(targets: list[TargetView], lives: dict[str, float], floor: float, t
     the last three: a moment the disk stopped for all, then ran on. Nobody's taking caused it, and a neighbour
     catching up after it is not taking either (guard-caps' workload2 told 2 x: a stall 3 s before the burst, the
     neighbour back at its cap a period before the victim, and the estimate fell from 1,673 to its floor of 375 cost
-    MB/s for the rest of the run: the burst got 0.24 of the spare, docs/results/archive.md 2026-12-02, evening). Three such
+    MB/s for the rest of the run: the burst got 0.24 of the spare, docs/results/archive.md 2026-12-02, evening). Three
+    such
     periods running are a disk that slowed down, met as ever; four are one that slowed with nobody taking (the second
     answer): a stall with nobody taking lasted three (guard-shapes' iops-neighbour, 2026-11-28)."""
     def low(k: int) -> bool:
@@ -288,7 +289,8 @@ class ContendPolicy(Policy):
 
     # a cap moved less than 5 % is left as written: the neighbour's 100 ms buckets over 1.2 x its cap fell in all six
     # bandwidth cells of two interleaved studies (3.2-8.1 % against 3.8-19.1 %), the victim's isolation and the
-    # spare within the noise (presets/guard-studies/guard-hysteresis*.yaml, n = 3, docs/results/archive.md 2026-12-04 second section)
+    # spare within the noise (presets/guard-studies/guard-hysteresis*.yaml, n = 3, docs/results/archive.md 2026-12-04
+    # second section)
     hysteresis = 0.05
     window: int = 30
     p: float = 0.2
@@ -311,7 +313,8 @@ class ContendPolicy(Policy):
     spread: float = 0.0
     persist: int = 3  # periods a disk must deliver less than the caps hand out, the latency up, to lower the estimate
     # until the disk showed its limit, a taker's cap rises at most this share a period: a number told is not handed
-    # out at once (told 2 x, the victim 0.85-0.94 -> 0.96-1.00 over 6 runs interleaved; docs/results/archive.md 2026-12-02).
+    # out at once (told 2 x, the victim 0.85-0.94 -> 0.96-1.00 over 6 runs interleaved; docs/results/archive.md
+    # 2026-12-02).
     # 25 % until 2026-12-03, when one at its cap counted too: at 50 % the victim as kept, and the neighbour's share
     # told 2 x no lower than when some runs leapt (interleaved, docs/results/archive.md 2026-12-03, third section)
     ramp: float = 0.5
@@ -321,7 +324,8 @@ class ContendPolicy(Policy):
     # past it that hurt; then past it at full speed. Off by default (0: for as long as it takes): 30 gave the
     # neighbour 0.790 -> 0.925 of the spare told nothing on the simulated disk that stumbles and held the victim on one
     # that slowed (p05 0.88 -> 1.00, bench/guard_told.py --patience), but on this VM's disk, with the direct view,
-    # quick runs (bursts of a few seconds) moved nothing measurable (interleaved n = 9, docs/results/archive.md 2026-12-03,
+    # quick runs (bursts of a few seconds) moved nothing measurable (interleaved n = 9, docs/results/archive.md
+    # 2026-12-03,
     # sixth section), and without it the victim's dips the share hides would let a probe climb past them unseen
     patience: int = 0
     # periods over which a target's kept lifeline halves while all is calm and it does less (0: it follows the
@@ -400,7 +404,8 @@ class ContendPolicy(Policy):
         its headroom); before the disk showed its limit, such a cap rises at most `ramp` a period. A decrease that
         lowered the estimate to half a number told 2 x handed the neighbour, wanting more and not yet past its
         lifeline by two periods, 1736 MB/s of it, 3 x its cap, and the victim got 0-94 MB/s until the next decrease
-        (guard-told-mixed's workload2, docs/results/archive.md 2026-12-02); the IOPS-bound neighbour, at 33 MB/s under a cap
+        (guard-told-mixed's workload2, docs/results/archive.md 2026-12-02); the IOPS-bound neighbour, at 33 MB/s under
+        a cap
         of 283 cost MB/s, was handed 4,188 of the 4,785 told at once, and the victim fell from 51 to 15 MB/s."""
         if learnt and not gripped:
             return shares
@@ -413,7 +418,8 @@ class ContendPolicy(Policy):
             # before the limit showed, one at its cap takes too: a cap at its claim, (1 + P) × its lifeline, lets no
             # more through than that test asks, and a burst's first period read at 200 under a cap of 203 (lifeline
             # 168) handed it the rest of the number at once, 7 x, in 5 of 16 runs told 1 and 2 x; the victim fell
-            # to 86 MB/s (guard-told-mixed's workload2, docs/results/archive.md 2026-12-03). In a hold, as ever: only takers
+            # to 86 MB/s (guard-told-mixed's workload2, docs/results/archive.md 2026-12-03). In a hold, as ever: only
+            # takers
             taking = float(u[-1]) > (1 + self.p) * max(float(np.median(u[-self.window:])), floor)
             if taking or (not gripped and float(u[-1]) >= 0.9 * t.cap):
                 out[t.name] = min(out[t.name], (1 + rise) * t.cap)
@@ -427,7 +433,8 @@ class ContendPolicy(Policy):
         stays the most the disk delivered in any period of it (told nothing, a second pre-emption 0.4 s after the
         first set that level from 1,447 to 850 MB/s on a disk delivering 1.8 GB/s, and from 458 to 373 while the
         neighbour's dump showed 1,000 between them: the estimate climbed ten times slower from there for the whole
-        burst, which took 0.15-0.54 of the spare; guard-caps, docs/results/archive.md 2026-12-03). A new contention reads
+        burst, which took 0.15-0.54 of the spare; guard-caps, docs/results/archive.md 2026-12-03). A new contention
+        reads
         the level afresh, and so does one `window` periods after a contention began: a disk that slowed down for good
         is not approached at full speed for longer."""
         if since < self.window:
@@ -440,7 +447,8 @@ class ContendPolicy(Policy):
         periods after the last decrease (`quiet`), doubled by each probe that hurt (`probes`); then past it at full
         speed, a probe (the last of the returned: a decrease now would end it). The slow climb for good held the
         estimate at a third of what this VM's disk delivered for a whole burst after one 100 ms dip at its onset (direct
-        view, told 2 x; docs/results/archive.md 2026-12-03); on a disk that slowed down, a probe that hurts sets the ceiling.
+        view, told 2 x; docs/results/archive.md 2026-12-03); on a disk that slowed down, a probe that hurts sets the
+        ceiling.
         Reaching `cap_max` forgets the probes; the level that hurt is forgotten slowly."""
         probing = est >= self.backoff * bad
         near = probing and (self.patience <= 0 or quiet < self.patience << probes)
@@ -564,14 +572,16 @@ class ContendPolicy(Policy):
         # not by the disk; the cap holds it from the next period, and lowering the estimate for it learnt a limit the
         # disk never had (told 0.5 ×, a burst's onset set the estimate to 0.9 of 1.1 GB/s on a disk giving 2.3; told
         # 2 ×, to its floor, judged the period after the overshoot, and the burst got 0.22-0.26 of the spare where
-        # static took 0.87-0.97: docs/results/archive.md 2026-12-02). At most `spare` such periods running: a victim hurt
+        # static took 0.87-0.97: docs/results/archive.md 2026-12-02). At most `spare` such periods running: a victim
+        # hurt
         # longer is hurt by the disk. Once learnt (told nothing: always), such dips lower it as ever
         shot = bool(_overshooting(inp.targets, self.p))
         spared = int(inp.state.get("spared", 0))
         onset = not learnt and (shot or bool(inp.state.get("shot"))) and spared < self.spare
         # a target living at its cap that dips alone shows its cap and its own jitter, not the disk's limit: counted, it
         # lowered the estimate, so its cap, so its lifeline, and again (guard-shapes' iops-neighbour told 0.5 x: a 4 KiB
-        # writer at depth 1 held at 0.62 of its rate, the estimate at its floor; docs/results/archive.md 2026-12-01). With
+        # writer at depth 1 held at 0.62 of its rate, the estimate at its floor; docs/results/archive.md 2026-12-01).
+        # With
         # somebody else pre-empted too, everybody got less at once: the disk slowed down
         hurt = preempted if len(preempted) >= 2 else [k for k in preempted if k not in own]
         lives = {t.name: float(np.median(t.usage[-self.window:])) for t in inp.targets if len(t.usage)}
@@ -597,7 +607,8 @@ class ContendPolicy(Policy):
             saturated_period = max(sum(float(t.usage[-k]) for t in inp.targets if len(t.usage) >= k) for k in (1, 2))
             bad, reached, since = self._hurt_level(since, est, max(delivered, saturated_period), reached)
             # the limit shown now: no floor at half a number told too high (its first drop stopped at 1.3 GB/s
-            # told 2.6, the disk delivering 1.0: the victim waited 2 s more, docs/results/archive.md). Only when somebody
+            # told 2.6, the disk delivering 1.0: the victim waited 2 s more, docs/results/archive.md). Only when
+            # somebody
             # wanted more than it got: a steady neighbour catching up after a stall is above its lifeline, not
             # at a limit, and learning then set a ceiling of 2 % above what nobody had asked more than (the
             # estimate 102 MB/s before any burst, the burst then 0.05 of the spare: guard-shapes, 2026-11-28)
