@@ -285,7 +285,9 @@ def test_small_study_runs_concurrently_and_reports_every_cell(small_study):
     overlap = con.execute("SELECT value FROM metrics WHERE runtime = 'runc' AND scenario = 'parallel-2' "
                           "AND resource = 'noploop' AND metric = 'concurrency'").fetchone()[0]
     assert 1.3 < overlap <= 2.0
-    rows = json.loads(p.stdout[p.stdout.index("\n[") + 1:])
+    printed = json.loads(p.stdout[p.stdout.index('\n{\n "answers"') + 1:])  # after the table, at the end
+    rows = printed["metrics"]
+    assert {a["subject"][0] for a in printed["answers"]} == {"runc", "runsc"}  # an answer per runtime at least
     norm = {(r["runtime"], r["scenario"]): r["value"] for r in rows
             if r["resource"] == "noploop" and r["metric"] == "normalized"}
     assert norm[("runc", "isolated")] == pytest.approx(1.0) and set(norm) == {
