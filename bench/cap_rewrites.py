@@ -26,8 +26,8 @@ import uuid
 import numpy as np
 
 from contend.cgroups import Limits, detect
+from contend.diskuse import DEFAULT_IO_BYTES
 from contend.doctor.calibrate import device_of
-from contend.guard.config import DEFAULT_IO_BYTES
 from contend.guard.limiter import cap_limit
 from contend.kinds.guard.trial import io_buckets, read_io_log
 from contend.paths import DATA

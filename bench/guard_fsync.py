@@ -5,7 +5,7 @@ fsyncs: the kernel submits the whole writeback at once in dd's cgroup, where it 
 held by the cgroup's throttle. Each round times it once with no guard (A) and once under a guard guarding that
 cgroup with contend's policy, told the disk delivers `--capacity` MB/s (B), back to back. Prints each run's
 seconds, then the mean of B over A. Before the guard settled charges against what the disk wrote
-(guard/collector.settle), the charge's one-period spike then silence made the writer look idle and its cap fell
+(diskuse.settle), the charge's one-period spike then silence made the writer look idle and its cap fell
 to the floor while its writeback was still queued.
 
     sudo .venv/bin/python bench/guard_fsync.py [--mbytes 300] [--capacity 200] [--rounds 3]

@@ -4,7 +4,7 @@ Reads a guard study's results directory and prints, for each run named (or every
 one line per 100 ms bucket from `--before` seconds (half a second) before the burst to `--seconds` after its start: the
 victim's and the neighbour's MB/s (host view, cgroup counters; the victim's own fio log beside, `fio`), the cap in force
 on each, what the guard saw each use (`seen`: its share of the disk's writes or, in the direct view, its charges,
-`guard/collector.settle`; over the period ending half a bucket after the bucket's middle, the one that covers it: a
+`diskuse.settle`; over the period ending half a bucket after the bucket's middle, the one that covers it: a
 guard's record is stamped at its period's end, a sampler's bucket at its middle) and the policy's capacity estimate
 (MB/s in the cost units the guard divides: bytes + IOs × io_bytes) and the device's ms per I/O.
 What docs/results/archive.md reads a run's onset with (issue 55: a victim held by its own cap). With --summary, one

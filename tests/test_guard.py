@@ -64,7 +64,7 @@ def test_what_escaped_the_guard_is_the_disks_writes_less_what_its_targets_were_c
     """Pure: the disk wrote 900 MB/s, the targets were charged 501: 399 escaped, and the target holding dirty
     page cache (at the period's start or end) is named; a small difference (a journal) or no dirty target
     names nobody."""
-    from contend.guard.collector import ESCAPE_BYTES_S, ESCAPE_DIRTY, Usage, escaping
+    from contend.diskuse import ESCAPE_BYTES_S, ESCAPE_DIRTY, Usage, escaping
     u = {"writer": Usage(1e6, 0, 1e6, 10, ESCAPE_DIRTY * 4), "direct": Usage(5e8, 0, 5e8, 500, 0)}
     e = escaping(9e8, u, {})
     assert e.unattributed_bytes_s == pytest.approx(3.99e8) and e.targets == ("writer",)
@@ -82,7 +82,7 @@ def test_charges_the_disk_has_not_written_yet_are_not_escapes():
     by the disk 8.4 MB at a time as the cap lets it through, is all attributed and delivered to its writer as the
     disk writes it; what the disk writes beyond the charges carried is not; the carry is bounded by what the
     target still holds (plus CREDIT_SLACK); two targets' carries are paid in proportion."""
-    from contend.guard.collector import CREDIT_SLACK, settle
+    from contend.diskuse import CREDIT_SLACK, settle
     st = settle({}, {"db": 63e6}, 0.0, {"db": 60e6})
     assert st.unattributed == 0 and st.delivered == {"db": 0.0} and st.credit == {"db": 63e6}
     for _ in range(7):
@@ -106,7 +106,7 @@ def test_a_throttled_queue_is_paid_at_its_cap_and_a_writer_beside_it_in_full():
     throughout (guard-caps told 0.5 x, 2026-12-03). The throttle lets the burst through at its cap: the writer gets
     all it was charged, the burst the rest, and keeps its carry; a disk that wrote less than both bounds pays them in
     proportion; through `escaping`, the same with the caps in force."""
-    from contend.guard.collector import Usage, escaping, settle
+    from contend.diskuse import Usage, escaping, settle
     st = settle({}, {"neighbour": 53.4e6, "victim": 16.8e6}, 38.7e6, {}, {"neighbour": 21.07e6, "victim": 20.7e6})
     assert st.delivered == {"neighbour": pytest.approx(21.9e6), "victim": pytest.approx(16.8e6)}
     assert st.credit["neighbour"] == pytest.approx(31.5e6) and st.credit["victim"] == pytest.approx(0.0)
@@ -129,7 +129,7 @@ def test_with_the_direct_view_a_direct_writer_beside_a_deep_queue_is_seen_as_its
     2026-12-03: the victim's own fio log kept 4-40 KiB of its pages dirty in most periods, and the guard paid it its
     share as before (seen at 165-169 MB/s while its counters read 114-221). A disk behind both bounds pays the burst
     its share, the writer its charges; uncapped (told nothing), neither is held by a throttle. Off, as before."""
-    from contend.guard.collector import Usage, escaping, settle
+    from contend.diskuse import Usage, escaping, settle
     bounds = {"neighbour": 104.7e6, "victim": 20.7e6}
     st = settle({}, {"neighbour": 90e6, "victim": 16.8e6}, 80e6, {}, bounds, direct_view=True)
     assert st.delivered["victim"] == pytest.approx(16.8e6) and st.credit["victim"] > 0  # the disk's lag: carried
@@ -156,8 +156,7 @@ def test_a_caps_bound_in_bytes_is_what_its_throttle_lets_through():
     period for both, so a 4 KiB writer charged twice what its throttle let through counted as a direct writer the
     throttle did not hold, and was delivered all of it. Through `escaping` (given the disk's io_bytes), the bound is
     the throttle's; without io_bytes, the cap in bytes, as before."""
-    from contend.guard.collector import Usage, escaping
-    from contend.guard.config import SMALLEST_IO, bytes_through
+    from contend.diskuse import SMALLEST_IO, Usage, bytes_through, escaping
     from contend.guard.limiter import cap_limit
     cap, per_io = 207e6, 8325.0
     lim = cap_limit("254:0", cap, None, per_io)
@@ -177,7 +176,7 @@ def test_an_fsync_under_the_cap_is_no_escape_in_the_escape_check():
     """Pure, the same through `escaping`: periods of 0.1 s, an fsync's writeback charged in the first, written in
     the next ones at a cap of 84 MB/s while the target holds it in writeback pages: no escape is said, and the
     target's writes are those the disk wrote (what the policy sees)."""
-    from contend.guard.collector import Usage, escaping
+    from contend.diskuse import Usage, escaping
     e = escaping(0.0, {"db": Usage(63e7, 0, 63e7, 60, 60 << 20)}, {}, 0.1)
     assert e.targets == () and e.credit == {"db": pytest.approx(63e6)} and e.delivered == {"db": 0.0}
     for _ in range(7):
@@ -192,7 +191,7 @@ def test_a_direct_writer_that_stopped_carries_no_charge_when_its_periods_jitter(
     the disk's period, so once it stops nothing is left carried. Carrying rate × the other period built a carry
     (a walk that cannot go below 0) that made the policy see a stopped writer queued behind its cap, and its cap
     flapped between the floor and the capacity (CI, 2026-11-28)."""
-    from contend.guard.collector import Usage, escaping
+    from contend.diskuse import Usage, escaping
     rng = np.random.default_rng(7)
     credit: dict = {}
     for _ in range(40):
@@ -207,7 +206,7 @@ def test_a_direct_writer_that_stopped_carries_no_charge_when_its_periods_jitter(
 def test_a_target_with_writes_queued_behind_its_cap_uses_its_cap():
     """Pure: between the throttle's one-bio bursts a queued writer's disk writes are 0, but it uses its cap;
     a carry smaller than one period at the cap, or no cap, leaves its use as what the disk wrote."""
-    from contend.guard.collector import queued_use
+    from contend.diskuse import queued_use
     assert queued_use(0.0, 50e6, 5e6, 0.1) == 5e6
     assert queued_use(84e6, 50e6, 5e6, 0.1) == 84e6  # the burst itself
     assert queued_use(0.0, 0.4e6, 5e6, 0.1) == 0.0  # under one period's worth: nothing queued behind the cap
@@ -218,7 +217,7 @@ def test_a_carry_nothing_drains_is_no_queue_once_it_would_have_drained_at_the_ca
     """Pure: charges carried (1.05 MB, in the v2 guest after a direct writer's last write) while the target was
     charged nothing, wrote nothing and held no dirty pages are stale once they would have reached the disk at
     its cap, with QUEUE_GAP_S to spare (a v1 throttle's bursts come seconds apart); a queue draining is not."""
-    from contend.guard.collector import QUEUE_GAP_S, stale_carry
+    from contend.diskuse import QUEUE_GAP_S, stale_carry
     assert not stale_carry(1.05e6, 20e6, 1.0)  # not yet: quiet for less than the gap
     assert stale_carry(1.05e6, 20e6, QUEUE_GAP_S + 0.1)  # 0.05 s of it at the cap, quiet for over two seconds
     assert not stale_carry(16e6, 1e6, 8.0)  # 16 MB at the floor's 1 MB/s: bursts 8 s apart are still its queue
@@ -231,7 +230,7 @@ def test_a_journals_commit_in_one_short_period_is_not_an_escape():
     """Pure: in 0.1 s periods, 3 MiB written by nobody in one period (ext4's journal, in the v2 guest) is 30 MiB/s
     for that period but not 8 MiB over the last second: nobody is named; the flusher's 60 MiB in one period is
     named at once, and a steady 40 MB/s once the last second holds 8 MiB."""
-    from contend.guard.collector import Usage, escaping
+    from contend.diskuse import Usage, escaping
     dirty = {"w": Usage(0, 0, 0, 0, 60 << 20)}
     assert escaping(30 * 2**20, dirty, {}, 0.1, None, [(0.1, 0.0)] * 9).targets == ()
     assert escaping(600 * 2**20, dirty, {}, 0.1).targets == ("w",)
@@ -268,7 +267,7 @@ def test_buffered_writes_that_escape_the_cap_are_said(cg, target_file):
 def test_an_fsyncs_writeback_is_charged_and_no_escape(cg, target_file):
     """dd's fsync submits its writeback in dd's own cgroup: the throttle is charged for all of it at once and
     lets it reach the disk at the cap afterwards (seconds later, at a low cap). That is no escape: the guard
-    carries the charge until the disk writes it (collector.settle) and says nothing."""
+    carries the charge until the disk writes it (diskuse.settle) and says nothing."""
     require("dd")
     host, g = cg
     dev = device_of(DATA)
@@ -1120,7 +1119,7 @@ def test_a_direct_writers_carry_is_no_queue_behind_its_cap():
     1.5 ×, docs/results/archive.md 2026-12-03, fifth section). With `direct_view`, a direct writer within its cap is
     named so,
     and its carry is not its queue (the daemon's reading)."""
-    from contend.guard.collector import Usage, escaping, queued_use
+    from contend.diskuse import Usage, escaping, queued_use
     caps = {"neighbour": 1047e6, "victim": 207e6}
     u = {"neighbour": Usage(1200e6, 0, 1200e6, 1200, seconds=0.1), "victim": Usage(73e6, 0, 73e6, 70, seconds=0.1)}
     e = escaping(900e6, u, {}, 0.1, {"neighbour": 60e6, "victim": 40e6}, (), caps, direct_view=True)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from contend.guard.config import bytes_through
+from contend.diskuse import bytes_through
 from contend.kinds.guard.metrics import (
     calm_ratio,
     delivery,

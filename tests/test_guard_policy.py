@@ -604,7 +604,7 @@ def test_a_cap_bounds_ios_as_well_as_bytes_at_what_the_smallest_io_costs():
 
 
 def test_an_io_costs_what_the_disks_calibration_says_beside_its_bytes():
-    from contend.guard.config import DEFAULT_IO_BYTES, io_bytes
+    from contend.diskuse import DEFAULT_IO_BYTES, io_bytes
     cal = {"disk_device": "254:0", "disk_write_bw_bytes_s": 1.3e9, "disk_write_iops": 79_000}
     assert io_bytes("254:0", None, cal) == pytest.approx(1.3e9 / 79_000 - 4096)
     assert io_bytes("8:0", None, cal) == DEFAULT_IO_BYTES  # another disk: not its calibration
@@ -613,7 +613,8 @@ def test_an_io_costs_what_the_disks_calibration_says_beside_its_bytes():
 
 
 def test_no_cap_goes_below_a_share_of_the_lower_of_the_number_told_and_the_estimate():
-    from contend.guard.config import MIN_CAP, cap_floor
+    from contend.diskuse import MIN_CAP
+    from contend.guard.config import cap_floor
     assert cap_floor(0.02, 1268e6, 84e6) == pytest.approx(0.02 * 84e6)  # told 2 x, the disk showed much less
     assert cap_floor(0.02, 600e6, 900e6) == pytest.approx(0.02 * 600e6)  # the estimate above the number told
     assert cap_floor(0.02, 600e6, math.inf) == cap_floor(0.02, 600e6, math.nan) == pytest.approx(0.02 * 600e6)

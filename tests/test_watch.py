@@ -185,6 +185,17 @@ def test_two_cpu_antagonists_the_one_that_took_the_time_is_first_throughout(boxe
     assert charged == pytest.approx(waited, rel=0.1), (charged, waited)
 
 
+def test_the_watch_loads_the_disk_model_without_the_guards_policy_or_its_libraries():
+    """The watch's collector settles the disk's bytes with the guard's model (contend.diskuse), which sits below
+    both: importing the watch loads no guard policy, no guard configuration, no numpy and no pydantic."""
+    code = ("import sys, contend.watch.collector, contend.watch.daemon, contend.watch.detector; "
+            "print(' '.join(m for m in ('numpy', 'pydantic', 'contend.guard.policy', 'contend.guard.config', "
+            "'contend.guard.collector') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [], p.stdout
+
+
 def test_the_detail_is_read_every_period_only_while_someone_may_suffer_on_memory_disk_or_network():
     """Pure: a calm node (its containers' memory and I/O stall under DETAIL_PSI, no slow TCP round trip, no
     verdict on those going on) has its memory, disk and network counters read in turns; anything else, every

@@ -1,7 +1,8 @@
 """guard: adaptive disk I/O isolation on live cgroups (DESIGN §6): collector → policy → limiter.
 
-Its names are imported when first asked for (lazy.py): contend watch uses the guard's targets and collector
-alone, and the policies' numpy and pydantic were 0.66 s of its start."""
+Its names are imported when first asked for (lazy.py): contend watch uses the guard's targets
+alone (the disk's cost and delivery model is contend.diskuse, below both), and the policies' numpy and pydantic
+were 0.66 s of its start."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
+from ..diskuse import MIN_CAP
 from ..spec import SpecError, Strict, format_error, yaml_problem
 from .policy import POLICIES, PolicyName
 from .targets import check_selector
@@ -17,8 +18,6 @@ from .targets import check_selector
 # what a disk can deliver, bytes/s: a capacity outside these is a typo or a broken calibration, and a
 # capacity of 0 would cap every target at the floor; MIN_CAP is the lowest cap the guard ever sets
 MIN_CAPACITY, MAX_CAPACITY = 1e6, 1e12
-MIN_CAP = 1 << 20
-
 UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30}
 
 
@@ -41,9 +40,6 @@ def check_capacity(v: float) -> float:
     return float(v)
 
 
-# bytes a 4 KiB I/O costs beside its own where the disk was never calibrated: this VM's virtio disk's
-# (1.31 GB/s of 1 MiB writes, 79,100 4 KiB random writes/s: 16.5 KB an I/O, 4 KiB of it its bytes)
-DEFAULT_IO_BYTES = 12 << 10
 def cap_floor(share: float, told: float, believed: float) -> float:
     """No cap below `share` × the disk's capacity: the one told or the policy's estimate (nan: it has none), whichever
     is lower, and never below MIN_CAP. A number told is a starting point: told 2 x, a floor of 0.02 of it was 0.3 of
@@ -51,32 +47,6 @@ def cap_floor(share: float, told: float, believed: float) -> float:
     (guard-told-mixed, docs/results/archive.md 2026-12-02)."""
     basis = told if math.isnan(believed) else min(told, believed)
     return max(MIN_CAP, share * basis) if math.isfinite(basis) else MIN_CAP
-
-
-SMALLEST_IO = 4096  # the I/O an IOPS bound is reckoned for: a cap's IOs/s = cap / (io_bytes + SMALLEST_IO)
-
-
-def cap_ios(cap: float, io_bytes: float) -> int | None:
-    """The IOs/s a cap (cost bytes/s) allows: as many of the smallest I/O as it pays for (None: no IOPS bound)."""
-    return max(1, int(max(MIN_CAP, int(cap)) / (io_bytes + SMALLEST_IO))) if io_bytes > 0 else None
-
-
-def bytes_through(cap: float, io_bytes: float, io_size: float) -> float:
-    """The bytes/s the throttle a cap becomes (limiter.cap_limit) lets through for I/Os of `io_size` bytes: the cap
-    in bytes, or its IOs/s of them, whichever holds first (a 4 KiB writer gets a third of the cap here)."""
-    n, c = cap_ios(cap, io_bytes), float(max(MIN_CAP, int(cap)))
-    return c if n is None or not io_size > 0 else min(c, n * io_size)
-
-
-def io_bytes(device: str, told: float | None, calibrated: dict) -> float:
-    """What one I/O costs beside its bytes on a disk, in bytes: the one told, else its calibration's (1 MiB write
-    bandwidth / 4 KiB random write IOPS, less the 4 KiB), else DEFAULT_IO_BYTES."""
-    if told is not None:
-        return told
-    bw, iops = calibrated.get("disk_write_bw_bytes_s"), calibrated.get("disk_write_iops")
-    if calibrated.get("disk_device") == device and bw and iops and bw / iops > SMALLEST_IO:
-        return float(bw) / float(iops) - SMALLEST_IO
-    return float(DEFAULT_IO_BYTES)
 
 
 # a disk's capacity not told: the policy learns it (inf through the guard and its policy; "auto" in a config)
@@ -125,7 +95,7 @@ class GuardSettings(Strict):
     # as well as bytes/s. None: from the disk's calibration (else DEFAULT_IO_BYTES); 0: bytes alone, as before
     io_bytes: float | None = Field(default=None, ge=0, le=1 << 30)
     # a direct writer the throttle did not hold is seen as its cgroup charged it, not paid a share of what the disk
-    # wrote (collector.settle). None: on for a disk the guard is told nothing of, off for one told a number
+    # wrote (diskuse.settle). None: on for a disk the guard is told nothing of, off for one told a number
     # (sees_direct). Alone, against the share, interleaved n = 9, told nothing it was better in every column (isol
     # p05 0.89 -> 0.98, the neighbour's share 0.38 -> 0.60), but told 2 x it isolated no better and the policy, tuned
     # on the share, gave the neighbour 0.57 of the spare where it took 0.72 (docs/results/archive.md 2026-12-03, sixth

@@ -23,10 +23,11 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from ..cgroups import PREFIX, CgroupHost, V2Cgroup, detect
 from ..cgroups.host import kernel_option
+from ..diskuse import Escape, escaping, io_bytes, queued_use, stale_carry
 from ..hooks import Hooks
 from ..runtimes import signals_deferred
-from .collector import Collector, Escape, escaping, queued_use, stale_carry
-from .config import AUTO, GuardConfig, cap_floor, io_bytes, sees_direct
+from .collector import Collector
+from .config import AUTO, GuardConfig, cap_floor, sees_direct
 from .limiter import Limiter
 from .policy import POLICY_SETTINGS, PolicyInput, TargetView, default_hysteresis, default_period_ms, make
 from .targets import Resolved, TargetError, TargetPending, resolve
@@ -47,7 +48,7 @@ class Period:
     alert: str
     usage: dict[str, float]  # per target, bytes/s
     caps: dict[str, float | None]  # per target, set for the next period (None: no cap)
-    unattributed_bytes_s: float = math.nan  # written to the disk, charged to no target (collector.escaping)
+    unattributed_bytes_s: float = math.nan  # written to the disk, charged to no target (diskuse.escaping)
     escaping: tuple[str, ...] = ()  # the targets whose buffered writes escaped their caps
 
 
@@ -145,7 +146,7 @@ class Guard:
         # per disk, what an I/O costs beside its bytes: the policies see usage as bytes + IOs × this, and a cap
         # bounds IOs/s too (a neighbour of 4 KiB random writes fills the disk at a fifth of its bandwidth)
         self.io_bytes = {d: io_bytes(d, cfg.io_bytes, calibrated) for d in disks}
-        self.direct_view = {d: sees_direct(cfg.direct_view, c) for d, c in disks.items()}  # collector.settle
+        self.direct_view = {d: sees_direct(cfg.direct_view, c) for d, c in disks.items()}  # diskuse.settle
         self.host = host or detect()
         self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
                            cfg.patience, cfg.memory)
@@ -367,8 +368,8 @@ class Guard:
     def _used(self, dev: str, t: float, seen: dict[str, dict],
               esc: Escape) -> tuple[dict[str, float], dict[str, float]]:
         """Per target, its bytes/s on dev: as the disk wrote them, not as they were charged at submission
-        (collector.settle; the metrics and the records), and as the policy sees them: their cost (bytes + IOs ×
-        io_bytes), at least its cap while writes are queued behind it (collector.queued_use)."""
+        (diskuse.settle; the metrics and the records), and as the policy sees them: their cost (bytes + IOs ×
+        io_bytes), at least its cap while writes are queued behind it (diskuse.queued_use)."""
         dt = self.collector.seconds.get(dev, math.nan)
         used, wants = {}, {}
         for n, u in seen.items():

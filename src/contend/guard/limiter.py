@@ -24,10 +24,10 @@ from pathlib import Path
 
 from ..cgroups import CgroupHost, IoLimit, Limits
 from ..cgroups.base import WEIGHT_MAX
+from ..diskuse import MIN_CAP, cap_ios
 from ..hostlock import held
 from ..paths import STATE
 from . import scheduler
-from .config import MIN_CAP, cap_ios
 
 GUARD_STATE = STATE / "guard"
 

@@ -8,6 +8,8 @@ VM's disk: a burst's neighbour wrote at 2.5 GB/s for 100 ms under its first cap 
 With `queue`, the policy also sees the device's latency: 0.1 ms a period while the disk delivers all it is asked
 (held to the caps), and ten times that × asked / delivered while it does not, as a saturated queue's wait grows
 (this VM's disk: 0.5 ms calm, 20 ms under a 32-deep burst, docs/results/archive.md 2026-12-02).
+With `depth`, the targets named are writers of a fixed queue depth (a database's log, fio at iodepth 1): what one
+asks in a period is its demand × the calm latency over the last period's (queue), as its rate falls with the wait.
 """
 from __future__ import annotations
 
@@ -17,11 +19,13 @@ import numpy as np
 
 from .policy import Decision, Policy, PolicyInput, TargetView
 
+CALM_MS = 0.1  # the simulated device's latency while it delivers all it is asked
 Trace = list[tuple[dict[str, float], dict[str, float | None], Decision]]  # per period: got, caps, decision
 
 
 def simulate(policy: Policy, demand: Callable[[int], dict[str, float]], periods: int, told: float,
-             real: Callable[[int], float], floor: float = 10.0, lag: int = 0, queue: bool = False) -> Trace:
+             real: Callable[[int], float], floor: float = 10.0, lag: int = 0, queue: bool = False,
+             depth: frozenset[str] = frozenset()) -> Trace:
     """Per period: what each target got, the caps the policy set after it, and its decision."""
     names = list(demand(0))
     usage: dict[str, list[float]] = {n: [] for n in names}
@@ -32,13 +36,15 @@ def simulate(policy: Policy, demand: Callable[[int], dict[str, float]], periods:
     first: dict[str, int] = {}  # the period from which a target's first cap is in force
     for k in range(periods):
         held = {n: None if k < first.get(n, 0) else c for n, c in caps.items()}
-        want = {n: d if (cap := held[n]) is None else min(d, cap) for n, d in demand(k).items()}
+        slowed = CALM_MS / latency[-1] if latency else 1.0  # a fixed-depth writer's rate over its calm one
+        asks = {n: d * slowed if n in depth else d for n, d in demand(k).items()}
+        want = {n: d if (cap := held[n]) is None else min(d, cap) for n, d in asks.items()}
         total = sum(want.values())
         got = {n: w * min(1.0, real(k) / total) if total else 0.0 for n, w in want.items()}
         for n in names:
             usage[n].append(got[n])
         if queue:
-            latency.append(0.1 if total <= real(k) else 1.0 * total / real(k))
+            latency.append(CALM_MS if total <= real(k) else 10 * CALM_MS * total / real(k))
         d = policy.decide(PolicyInput([TargetView(n, np.array(usage[n]), caps[n]) for n in names], told, floor,
                                       latency=np.array(latency), state=state))
         first |= {n: k + 1 + lag for n, c in d.caps.items() if c is not None and n not in first}

@@ -20,7 +20,7 @@ from ..cgroups.base import (
     read_text,
     read_usage_ns,
 )
-from ..guard.collector import device_counters, latency_ms, settle
+from ..diskuse import device_counters, latency_ms, settle
 from ..guard.targets import Resolved
 from .runq import RunqProbe, Taken
 from .signals import HOST, Frame

@@ -14,7 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ...guard.config import bytes_through, io_bytes
+from ...diskuse import bytes_through, io_bytes
 from ...metrics import Samples
 from ...paths import write_text
 from ...report.answer import ISOLATED, NOT_SURE, SURE, UNSURE, Answer, finite, retained_answer
