@@ -15,8 +15,9 @@ after the burst began: the victim's isolation (what it got over what it asked, p
 share of what the victim left (work conservation), and the estimate at the end, × C. A real disk is the
 protection study's to measure (presets/guard-caps.yaml); this shows what the policy's rules do, nothing else.
 
-    .venv/bin/python bench/guard_told.py [--periods 600] [--rise 0.1] [--jitter 0.15] [--spread 2.5] [--queue]
-                                         [--patience 0]
+    .venv/bin/python bench/guard_told.py [--periods 600] [--jitter 0.15] [--queue]
+
+The suite of every scene and policy is bench/policy_scenes.py; this is its told × disk grid for contend alone.
 """
 from __future__ import annotations
 
@@ -35,16 +36,13 @@ DISKS = {"steady": lambda k: C, "slows": lambda k: C if k < 200 else 0.6 * C,
 LAG = {"stumbles": 1}  # periods before a target's first cap takes effect
 
 
-def row(told: float, disk: str, periods: int, rise: float = 0.0, jitter: float = 0.0, spread: float = 0.0,
-        queue: bool = False, patience: int | None = None) -> tuple:
+def row(told: float, disk: str, periods: int, jitter: float = 0.0, queue: bool = False) -> tuple:
     asks = 0.2 * C * np.random.default_rng(0).uniform(1 - jitter, 1 + jitter, periods)
 
     def demand(k: int) -> dict[str, float]:
         return {"victim": float(asks[k]), "neighbour": 0.2 * C if k < 20 else 2 * C}
 
-    # each field passed only when given: without, the bench runs a policy from before it
-    policy = ContendPolicy(rise=rise, **({"spread": spread} if spread else {}),
-                           **({"patience": patience} if patience is not None else {}))
+    policy = ContendPolicy()
     trace = simulate(policy, demand, periods, told * C, DISKS[disk], lag=LAG.get(disk, 0), queue=queue)
     after = trace[20:]
     isol = np.array([g["victim"] / asks[k] for k, (g, _, _) in enumerate(after, start=20)])
@@ -57,20 +55,14 @@ def row(told: float, disk: str, periods: int, rise: float = 0.0, jitter: float =
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--periods", type=int, default=600)
-    ap.add_argument("--rise", type=float, default=0.0, help="contend's rise past a number told too low (0: off)")
     ap.add_argument("--jitter", type=float, default=0.0, help="the victim's rate varies by this share a period")
     ap.add_argument("--queue", action="store_true", help="the policy sees the device's latency rise while the disk "
                     "delivers less than it is asked (guard/simulate.py)")
-    ap.add_argument("--spread", type=float, default=0.0, help="contend's spread: a varying target's dip counts this "
-                    "many of its own standard deviations deep (0: off)")
-    ap.add_argument("--patience", type=int, default=None, help="contend's periods of slow climb near the level that "
-                    "hurt after a decrease (default: the policy's, 0: for as long as it takes; 30 in "
-                    "docs/results/archive.md)")
     a = ap.parse_args()
     print(f"{'disk':8} {'told':>8} {'isol mean':>10} {'isol p05':>9} {'work cons.':>11} {'estimate/C':>11}")
     for disk in DISKS:
         for told in (0.5, 1.0, 1.5, 2.0, math.inf):
-            m, p05, wc, est = row(told, disk, a.periods, a.rise, a.jitter, a.spread, a.queue, a.patience)
+            m, p05, wc, est = row(told, disk, a.periods, a.jitter, a.queue)
             name = "nothing" if told == math.inf else f"{told:g} C"
             print(f"{disk:8} {name:>8} {m:10.3f} {p05:9.3f} {wc:11.3f} {est:11.3f}")
 

@@ -34,15 +34,14 @@ class Watched:
 
 def write_under_guard(host: CgroupHost, cg: Cgroup, device: str, target: str, capacity: float,
                       mbytes: int = 600, policy: str = "contend", idle_s: float = 3.5, mode: str = "direct",
-                      idle_periods: int = 0, rise: float = 0.0) -> Watched:
+                      idle_periods: int = 0) -> Watched:
     """dd `mbytes` MiB of writes to target from inside cg while a guard guards cg on device. `mode` direct:
     O_DIRECT writes; fsync: buffered writes then dd's fsync, whose writeback dd submits in its own cgroup;
     buffered: writes into the page cache, then an fsync of target from this process's cgroup, not cg (as the
     kernel's flusher writes them back: from outside the writer's cgroup). `idle_periods`: the idle time after the
     writer is that many of the guard's periods instead (at most a minute): what a lifeline forgets is counted in
-    periods, and in the slow v2 guest 3.5 s was under 30 of them (CI, 2026-11-28: the cap half way down). `rise` 0:
-    the capacity told is a ceiling (these tests hold a writer to it), not a starting point."""
-    cfg = GuardConfig(targets=[{"target": f"cgroup:{cg.relpath}"}], policy=policy, metrics="off", rise=rise)
+    periods, and in the slow v2 guest 3.5 s was under 30 of them (CI, 2026-11-28: the cap half way down)."""
+    cfg = GuardConfig(targets=[{"target": f"cgroup:{cg.relpath}"}], policy=policy, metrics="off")
     log = io.StringIO()
     g = Guard(cfg, {device: capacity}, host, log=log, record=True)
     g.scan(strict=True)

@@ -506,7 +506,7 @@ def test_alert_hook_runs_when_lifelines_exceed_capacity(cg, target_file, tmp_pat
     # 20M: a ceiling any disk gives a direct writer under a loaded suite (at 50M it fell short of it twice in a row in
     # CI, 2026-12-02); 6 s: the writer's lifeline (the median of 3 s) is its writing, however late it started
     guard = subprocess.Popen([*CONTEND, "guard", "-t", f"cgroup:{g.relpath}", "--capacity", f"{dev}=20M",
-                              "--rise", "0", "--metrics", "off", "--duration", "6",
+                              "--metrics", "off", "--duration", "6",
                               "--alert-cmd", f'echo "$CONTEND_ALERT_STATE $CONTEND_ALERT_DEVICE" >> {flag}'],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
@@ -527,10 +527,9 @@ def test_alert_hook_runs_when_lifelines_exceed_capacity(cg, target_file, tmp_pat
 @pytest.mark.parametrize("args, message", [
     (["-t", "bogus"], "unknown target 'bogus'"),
     (["-t", "contend", "--p", "-1"], "p: must be >= 0"),
-    (["-t", "contend", "--rise", "2"], "rise: must be <= 1"),
-    (["-t", "contend", "--spread", "-1"], "spread: must be >= 0"),
-    (["-t", "contend", "--patience", "-1"], "patience: must be >= 0"),
-    (["-t", "contend", "--memory", "-1"], "memory: must be >= 0"),
+    (["-t", "contend", "--climb", "2"], "climb: must be <= 1"),
+    (["-t", "contend", "--hysteresis", "1"], "hysteresis: must be < 1"),
+    (["-t", "contend", "--window", "0"], "window: must be >= 1"),
     (["-t", "contend", "--capacity", "254:0=0"], "disks[0].capacity: must be a rate from 1M to 1T bytes/s"),
     (["-t", "contend", "--capacity", "254:0"], "expected MAJ:MIN=RATE"),
     (["-t", "contend", "--capacity", "254:0=fast"], "not a rate"),
@@ -801,7 +800,7 @@ def test_the_victims_own_view_and_the_burst_are_on_the_trials_clock(tmp_path):
     ("policies: [none]\nguard: {p: -1}", "guard.p: must be >= 0"),
     ("policies: [none, contend]\nsweep: {window: [10, 0]}", "sweep: window[1]: Input should be greater than"),
     ("policies: [none, contend]\nsweep: {p: [0.1, 0.1]}", "sweep.p[1]: value 0.1 given twice"),
-    ("policies: [none, contend]\nsweep: {vrate: [60]}", "sweep.vrate"),
+    ("policies: [none, contend]\nsweep: {vrate: [60]}", "sweep: vrate: not a setting (one of capacity, period_ms"),
     ("policies: [none, contend]\nsweep: {backoff: [0.8, 1.5]}", "sweep: backoff[1]: Input should be less than"),
     ("policies: [none, static]\nsweep: {capacity: [1.5, -1]}", "sweep: capacity[1]: must be >= 0 (0: told nothing)"),
     ("policies: [none, static]\ncapacity: 0", "capacity: 0 (told nothing) needs policies that learn the disk"),
@@ -929,21 +928,15 @@ def test_the_guard_is_told_the_calibration_times_the_studys_capacity():
         "none", "static@capacity=1", "contend@capacity=0,direct_view=0", "contend@capacity=0,direct_view=1",
         "contend@capacity=1,direct_view=0", "contend@capacity=1,direct_view=1"]
     assert guard_settings(spec, spec.variant("contend@capacity=0,direct_view=0"), 1e9)[0]["direct_view"] is False
-    # contend's patience swept: one study runs both arms of an A/B side by side; the guard builds each policy with it
+    # contend's backoff swept: one study runs both arms of an A/B side by side; the guard builds each policy with it
     from contend.guard.config import GuardConfig
     from contend.guard.policy import make
-    spec = GuardSpec.model_validate({**doc, "sweep": {"patience": [0, 30]}})
-    assert [v.label for v in spec.variants()] == ["none", "static", "contend@patience=0", "contend@patience=30"]
-    settings = guard_settings(spec, spec.variant("contend@patience=30"), 1e9)[0]
+    from contend.guard.settings import POLICY_ARGS
+    spec = GuardSpec.model_validate({**doc, "sweep": {"backoff": [0.9, 0.7]}})
+    assert [v.label for v in spec.variants()] == ["none", "static", "contend@backoff=0.9", "contend@backoff=0.7"]
+    settings = guard_settings(spec, spec.variant("contend@backoff=0.7"), 1e9)[0]
     cfg = GuardConfig(policy="contend", targets=[{"target": "cgroup:x"}], **settings)
-    assert make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
-                cfg.patience).patience == 30
-    # so is a kept lifeline's memory (the slow disk hour's A/B, presets/guard-studies/guard-iops-memory.yaml)
-    spec = GuardSpec.model_validate({**doc, "sweep": {"memory": [0, 300]}})
-    cfg = GuardConfig(policy="contend", targets=[{"target": "cgroup:x"}],
-                      **guard_settings(spec, spec.variant("contend@memory=300"), 1e9)[0])
-    assert make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
-                cfg.patience, cfg.memory).memory == 300
+    assert make(cfg.policy, **cfg.model_dump(include=set(POLICY_ARGS))).backoff == 0.7
 
 
 def test_told_nothing_is_capacity_0_for_the_policies_that_learn_the_disk():

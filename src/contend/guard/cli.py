@@ -9,8 +9,10 @@ from typing import Optional
 import typer
 
 from ..terminal import fail, need_root, term_as_interrupt
+from .settings import options
 
 
+@options  # one option per knob of the settings table (settings.KNOBS), given to it as `settings`
 def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECTOR",
                                            help="What to protect (repeatable): cgroup:PATH, docker:NAME, "
                                                 "docker:label=K=V, podman:NAME, or contend (its containers)."),
@@ -26,52 +28,7 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                   "254:0=auto to learn it (repeatable; default: the calibrated "
                                                   "disk, else the experiment disk, learnt). contend and hybrid "
                                                   "start from it and follow the disk down."),
-          period_ms: Optional[int] = typer.Option(None, help="Collector and policy period (default: 1000 ms "
-                                                             "for aridac, as its authors' code samples; else 100)."),
-          window: Optional[int] = typer.Option(None, help="N: periods in a target's lifeline (default 30)."),
-          p: Optional[float] = typer.Option(None, "--p", help="P: elastic ratio, cap = lifeline × (1 + P) "
-                                                              "(default: contend 0.2; aridac 0.35, its code's "
-                                                              "ELASTIC; the paper's text says 0.2)."),
-          floor: Optional[float] = typer.Option(None, help="No cap below this share of capacity (default 0.02)."),
-          backoff: Optional[float] = typer.Option(None, help="contend/hybrid: after a pre-emption the capacity "
-                                                             "estimate drops to this × what the disk delivered "
-                                                             "(default 0.9)."),
-          climb: Optional[float] = typer.Option(None, help="contend/hybrid: the estimate's growth per period "
-                                                           "while nobody is pre-empted, × the capacity (default "
-                                                           "0.01; ten times slower near the level that hurt)."),
-          rise: Optional[float] = typer.Option(None, help="contend/hybrid: while the disk delivers all the caps "
-                                                          "hand out, somebody wants more and nobody is hurt, the "
-                                                          "estimate goes this share above them, past a --capacity "
-                                                          "told too low (default 0, off: the capacity told is a "
-                                                          "ceiling; 0.1 measured in docs/results/archive.md)."),
-          spread: Optional[float] = typer.Option(None, help="contend/hybrid: a target whose rate varies by "
-                                                            "itself counts as pre-empted only this many of its own "
-                                                            "standard deviations below its lifeline (default 0, "
-                                                            "off: the fixed 10 % for everybody; 2.5 measured in "
-                                                            "docs/results/archive.md)."),
-          patience: Optional[int] = typer.Option(None, help="contend/hybrid: periods after a decrease that the "
-                                                           "estimate climbs ten times slower near the level that "
-                                                           "hurt, doubled by each probe past it that hurt (default "
-                                                           "0: for as long as it takes; 30 measured in "
-                                                           "docs/results/archive.md)."),
-          memory: Optional[int] = typer.Option(None, help="contend/hybrid: periods over which a lifeline kept from "
-                                                         "a calm period halves when its target does less, so a "
-                                                         "victim slowed by the disk keeps its claim (default "
-                                                         "the policy's; 0: it follows the median at once)."),
-          latency_ms: Optional[float] = typer.Option(None, help="iolatency: the io.latency target of the targets "
-                                                                "weighted heaviest, ms (default 5; set it 10-15 % "
-                                                                "above their latency alone)."),
-          io_bytes: Optional[float] = typer.Option(None, help="What one I/O costs beside its bytes, in bytes: usage "
-                                                              "is bytes + IOs × this, and a cap bounds IOs/s as "
-                                                              "well (cap / (this + 4 KiB)). Default: the disk's "
-                                                              "calibration (1M write bandwidth / 4K write IOPS "
-                                                              "- 4 KiB), else 12 KiB; 0: bytes/s alone."),
-          direct_view: Optional[bool] = typer.Option(None, "--direct-view/--share-view",
-                                                     help="See a target writing around the page cache, within its "
-                                                          "cap, as its cgroup was charged, not as its share of what "
-                                                          "the disk wrote (default: the direct view on a disk told "
-                                                          "nothing, the share on one told a --capacity; measured in "
-                                                          "docs/results/archive.md 2026-12-03)."),
+          settings: Optional[dict] = None,
           dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log, set no cap."),
           wait: Optional[float] = typer.Option(None, "--wait", metavar="SECONDS",
                                                help="At start, wait this long for a named target that does not "
@@ -92,11 +49,8 @@ def guard(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     from ..spec import SpecError
     disks = capacity_flags(capacity)
     try:
-        cfg = load(config, {"targets": target, "policy": policy, "disks": disks, "period_ms": period_ms,
-                            "window": window, "p": p, "floor": floor, "backoff": backoff, "climb": climb,
-                            "rise": rise, "spread": spread, "patience": patience, "memory": memory,
-                            "latency_ms": latency_ms, "io_bytes": io_bytes,
-                            "direct_view": direct_view, "dry_run": dry_run or None,
+        cfg = load(config, {"targets": target, "policy": policy, "disks": disks, **(settings or {}),
+                            "dry_run": dry_run or None,
                             "metrics": metrics, "alert_cmd": alert_cmd, "wait_s": wait})
     except SpecError as e:
         fail(str(e))

@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from ..diskuse import MIN_CAP
 from ..spec import SpecError, Strict, format_error, yaml_problem
 from .policy import POLICIES, PolicyName
+from .settings import knob
 from .targets import check_selector
 
 # what a disk can deliver, bytes/s: a capacity outside these is a typo or a broken calibration, and a
@@ -60,47 +61,22 @@ def sees_direct(direct_view: bool | None, capacity: float) -> bool:
 
 
 class GuardSettings(Strict):
-    """The guard's tunables, shared by `contend guard` and guard studies."""
+    """The guard's tunables, shared by `contend guard` and guard studies: each field's default, bounds and meaning
+    are its row of the settings table (settings.KNOBS); None is the policy's own."""
 
-    # collector and policy period; None: the policy's own (aridac 1000 ms as its authors' code, else 100)
-    period_ms: int | None = Field(default=None, ge=10, le=60_000)
-    window: int = Field(default=30, ge=1, le=100_000)  # N: periods in a target's lifeline
-    # elastic ratio P: cap = lifeline × (1 + P); None: the policy's own (aridac 0.35, contend 0.2)
-    p: float | None = Field(default=None, ge=0, le=100)
-    floor: float = Field(default=0.02, gt=0, lt=1)  # no cap below this share of the disk's capacity
-    # a cap in force is rewritten only when the policy moves it by more than this share (0: every move); None:
-    # the policy's own (contend 0.05, else 0)
-    hysteresis: float | None = Field(default=None, ge=0, lt=1)
-    # contend's and the hybrid's capacity estimate (policy.ContendPolicy); None: the policy's own (0.9, 0.01):
-    # after a pre-emption the estimate drops to `backoff` × what the disk delivered, then climbs `climb` × the
-    # configured capacity a period while nobody is pre-empted (ten times slower near the level that hurt)
-    backoff: float | None = Field(default=None, gt=0, le=1)
-    climb: float | None = Field(default=None, gt=0, le=1)
-    # until the disk shows its limit, the estimate goes this share above what it handed out while it delivered it
-    # all, somebody wanted more and nobody was hurt: a capacity told is a starting point (None: 0, off: a ceiling)
-    rise: float | None = Field(default=None, ge=0, le=1)
-    # a target whose rate varies by itself counts as pre-empted only this many of its own standard deviations below
-    # its lifeline (policy.ContendPolicy.spread; None: the policy's own; 0: off, the fixed 10 % only)
-    spread: float | None = Field(default=None, ge=0, le=10)
-    # periods after a decrease that contend's estimate climbs ten times slower near the level that hurt, doubled by
-    # each probe past it that hurt (policy.ContendPolicy.patience; None: the policy's own; 0: for as long as it takes)
-    patience: int | None = Field(default=None, ge=0, le=100_000)
-    # periods over which a calm lifeline kept falls by half when a target does less (policy.ContendPolicy.memory;
-    # None: the policy's own; 0: it follows the target's median at once)
-    memory: int | None = Field(default=None, ge=0, le=100_000)
-    # iolatency's target for the heaviest targets (policy.IoLatencyPolicy); None: 5 ms
-    latency_ms: float | None = Field(default=None, ge=0.001, le=10_000)
-    # what one I/O costs beside its bytes, in bytes (io.cost's linear model: a 4 KiB random write costs what the
-    # disk's bandwidth / its 4 KiB IOPS does); usage, capacity and caps are in these bytes, and a cap bounds IOs/s
-    # as well as bytes/s. None: from the disk's calibration (else DEFAULT_IO_BYTES); 0: bytes alone, as before
-    io_bytes: float | None = Field(default=None, ge=0, le=1 << 30)
-    # a direct writer the throttle did not hold is seen as its cgroup charged it, not paid a share of what the disk
-    # wrote (diskuse.settle). None: on for a disk the guard is told nothing of, off for one told a number
-    # (sees_direct). Alone, against the share, interleaved n = 9, told nothing it was better in every column (isol
-    # p05 0.89 -> 0.98, the neighbour's share 0.38 -> 0.60), but told 2 x it isolated no better and the policy, tuned
-    # on the share, gave the neighbour 0.57 of the spare where it took 0.72 (docs/results/archive.md 2026-12-03, sixth
-    # section; full-length runs: seventh section)
-    direct_view: bool | None = None
+    period_ms: int | None = knob("period_ms")
+    window: int = knob("window")
+    p: float | None = knob("p")
+    floor: float = knob("floor")
+    hysteresis: float | None = knob("hysteresis")
+    backoff: float | None = knob("backoff")
+    climb: float | None = knob("climb")
+    latency_ms: float | None = knob("latency_ms")
+    # io.cost's linear model: a 4 KiB random write costs what the disk's bandwidth / its 4 KiB IOPS does; usage,
+    # capacity and caps are in these bytes. None: from the disk's calibration (else diskuse.DEFAULT_IO_BYTES)
+    io_bytes: float | None = knob("io_bytes")
+    # None: on for a disk the guard is told nothing of, off for one told a number (sees_direct; diskuse.settle)
+    direct_view: bool | None = knob("direct_view")
 
 
 class Disk(Strict):

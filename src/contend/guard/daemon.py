@@ -29,7 +29,8 @@ from ..runtimes import signals_deferred
 from .collector import Collector
 from .config import AUTO, GuardConfig, cap_floor, sees_direct
 from .limiter import Limiter
-from .policy import POLICY_SETTINGS, PolicyInput, TargetView, default_hysteresis, default_period_ms, make
+from .policy import PolicyInput, TargetView, default_hysteresis, default_period_ms, make
+from .settings import POLICY_ARGS, POLICY_OWN
 from .targets import Resolved, TargetError, TargetPending, resolve
 
 # a target's pages under writeback are taken for writes queued behind its cap on the disks it wrote to in the
@@ -148,8 +149,7 @@ class Guard:
         self.io_bytes = {d: io_bytes(d, cfg.io_bytes, calibrated) for d in disks}
         self.direct_view = {d: sees_direct(cfg.direct_view, c) for d, c in disks.items()}  # diskuse.settle
         self.host = host or detect()
-        self.policy = make(cfg.policy, cfg.window, cfg.p, cfg.backoff, cfg.climb, cfg.latency_ms, cfg.rise, cfg.spread,
-                           cfg.patience, cfg.memory)
+        self.policy = make(cfg.policy, **cfg.model_dump(include=set(POLICY_ARGS)))
         self.period_ms = cfg.period_ms or default_period_ms(cfg.policy)
         self.collector = Collector(list(disks))
         self.hysteresis = default_hysteresis(cfg.policy) if cfg.hysteresis is None else cfg.hysteresis
@@ -450,7 +450,7 @@ class Guard:
                  scheduler=self.policy.scheduler or None,
                  period_ms=self.period_ms, window=self.cfg.window, hysteresis=self.hysteresis,
                  io_bytes={d: round(b) for d, b in self.io_bytes.items()}, direct_view=self.direct_view,
-                 **{k: getattr(self.policy, k) for k in POLICY_SETTINGS if hasattr(self.policy, k)},
+                 **{k: getattr(self.policy, k) for k in POLICY_OWN if hasattr(self.policy, k)},
                  dry_run=self.cfg.dry_run, pid=os.getpid())
         try:
             next_at = time.monotonic()

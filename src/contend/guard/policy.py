@@ -147,7 +147,7 @@ class AridacPolicy(Policy):
     says P = 0.2 (`--p 0.2`). Reads and writes are one quantity here (the code keeps one queue each).
     """
 
-    n: int = 30
+    window: int = 30  # N: the queue's length (stats.py)
     p: float = 0.35
     name = "aridac"
     period_ms = 1000
@@ -165,7 +165,7 @@ class AridacPolicy(Policy):
                     q.append(q[-1])
                 elif 0.0 < r <= 1.0:
                     q.append(r)
-            out[t.name] = q[-self.n:]
+            out[t.name] = q[-self.window:]
         return out
 
     def decide(self, inp: PolicyInput) -> Decision:
@@ -263,10 +263,7 @@ class ContendPolicy(Policy):
       (three such periods running are a disk that slowed down, four with nobody taking). While nobody
       is pre-empted it climbs back towards the configured capacity, ten times slower near the level that
       hurt last time: the most the disk delivered in a period of that contention (a pre-emption within `window`
-      periods of its first is the same contention, and lowers the estimate but not that level); with `patience`, ten
-      times slower for that many periods after the last decrease only (doubled by each probe that hurt), then past it
-      at full speed: a probe, and a pre-emption that ends one sets the ceiling at what the disk delivered then.
-      Somebody takes when
+      periods of its first is the same contention, and lowers the estimate but not that level). Somebody takes when
       it is at its cap, lives at it, or does more than (1 + P) × its lifeline or its calm one. A disk that slows
       down (Aridac Fig. 8) lowers the estimate instead of squeezing the victim.
     - once a pre-emption showed the disk's limit, what the estimate climbs back to is the configured capacity
@@ -302,15 +299,6 @@ class ContendPolicy(Policy):
     # squeezing everybody (the overload alert says it instead); with them kept, they are that floor
     latency_factor: float = 4.0  # device latency this many times its floor counts as saturated (0: ignore)
     probe: float = 0.02  # told nothing: the ceiling, this share above the most the disk delivered in a period
-    # until the disk shows its limit, the estimate this share above what it delivered unhurt: a number told is a
-    # starting point. Off by default: 0.1 moved nothing told 0.5 × on this VM's disk and cost the victim told 1 ×
-    # (interleaved, n = 9: work conservation 0.47 -> 0.59, p05 0.975 -> 0.950; docs/results/archive.md 2026-12-01)
-    rise: float = 0.0
-    # a dip of a target whose rate varies by itself counts only this many of its own standard deviations deep. Off by
-    # default: on the simulated disk (a victim ± 15 % a period) work conservation 0.33 -> 0.90 told C, but on this
-    # VM's disk the IOPS-bound neighbour's victim lost what it felt (told 0.5 and 1 x isol 1.00 -> 0.81-0.89,
-    # interleaved; docs/results/archive.md 2026-12-01): its dips were the neighbour's queue, not its own
-    spread: float = 0.0
     persist: int = 3  # periods a disk must deliver less than the caps hand out, the latency up, to lower the estimate
     # until the disk showed its limit, a taker's cap rises at most this share a period: a number told is not handed
     # out at once (told 2 x, the victim 0.85-0.94 -> 0.96-1.00 over 6 runs interleaved; docs/results/archive.md
@@ -320,37 +308,7 @@ class ContendPolicy(Policy):
     ramp: float = 0.5
     spare: int = 2  # periods running a decrease may wait out at a burst's onset (a neighbour past its cap)
     keep: int = 4  # periods a target that filled its cap keeps it, whatever it uses (large I/Os under a low cap)
-    # periods after a decrease that the climb near the level that hurt stays ten times slower, doubled by each probe
-    # past it that hurt; then past it at full speed. Off by default (0: for as long as it takes): 30 gave the
-    # neighbour 0.790 -> 0.925 of the spare told nothing on the simulated disk that stumbles and held the victim on one
-    # that slowed (p05 0.88 -> 1.00, bench/guard_told.py --patience), but on this VM's disk, with the direct view,
-    # quick runs (bursts of a few seconds) moved nothing measurable (interleaved n = 9, docs/results/archive.md
-    # 2026-12-03,
-    # sixth section), and without it the victim's dips the share hides would let a probe climb past them unseen
-    patience: int = 0
-    # periods over which a target's kept lifeline halves while all is calm and it does less (0: it follows the
-    # median at once). A latency-bound victim slowed by the disk for a second before a burst kept that slow rate as
-    # its lifeline, its cap 1.2 x it, the estimate pinned near their sum, and it ran at 2-7 MB/s of its 15-30 for the
-    # whole burst (guard-iops-yardstick told 1 x, docs/results/archive.md 2026-12-03, eighth section)
-    memory: int = 0
     name = "contend"
-
-    def _preempted(self, u: np.ndarray, life: float, floor: float) -> bool:
-        """The mean of its last 2 periods below (1 - `tolerance`) × its lifeline, as ever; where the target's rate
-        varies by itself more than that allows for, that mean must lie `spread` of its own standard deviations (the
-        window's median absolute deviation, as one) below it, or the mean of its last 5 periods must (a squeeze
-        that lasts). A writer whose
-        rate varies by ± 15 % a period dips 10 % below its median in two periods every 2 s by itself; each dip beside
-        a neighbour at its cap read as a pre-emption and the estimate never climbed back (bench/guard_told.py
-        --jitter 0.15: work conservation 0.33 told C, estimate 0.51 C)."""
-        if self.spread <= 0 or len(u) < 10 or life <= 0:
-            return _preempted(u, life, floor, self.tolerance)
-        sd = 1.4826 * float(np.median(np.abs(u[-self.window:] - life))) / life
-        if self.spread * sd / math.sqrt(2) <= self.tolerance:  # steady: as ever
-            return _preempted(u, life, floor, self.tolerance)
-        return any(len(u) > k and life > IDLE * floor
-                   and _mean_tail(u, k) < (1 - max(self.tolerance, self.spread * sd / math.sqrt(k))) * life
-                   for k in (2, 5))
 
     def _past_told(self, inp: PolicyInput, wanting: list[str], short: list[str], clean: bool, est: float,
                    learnt: bool) -> tuple[float, bool, str, dict]:
@@ -358,30 +316,19 @@ class ContendPolicy(Policy):
         more got its whole cap and nobody was hurt (`unhurt`) overrides a lower one. Past the number, a target
         wanting more that gets less than its cap shows the disk's limit: the estimate goes back to the unhurt
         level, and it is learnt. (A squeeze smaller than the tolerance is never a pre-emption: an estimate 10 %
-        above the disk held the victim 5 % below its rate for good, on the simulated disk.) A period after a rise
-        is not judged: the caps rose during it, and a writer takes a while to fill the room (on this VM's disk every
-        rise was followed by a target short of its new cap, read as the limit at once)."""
-        unhurt, settle = float(inp.state.get("unhurt", 0.0)), int(inp.state.get("settle", 0))
-        if settle or learnt:
-            return est, learnt, "", {"unhurt": unhurt, "settle": max(0, settle - 1)}
+        above the disk held the victim 5 % below its rate for good, on the simulated disk.)"""
+        unhurt = float(inp.state.get("unhurt", 0.0))
+        if learnt:
+            return est, learnt, "", {"unhurt": unhurt}
         now = sum(float(t.usage[-1]) for t in inp.targets if len(t.usage))
         held = [t for t in inp.targets if t.name in wanting and t.cap is not None and len(t.usage)]
         if short and est > inp.capacity:
             est = max(inp.capacity, min(est, unhurt))
             return est, True, (f"{', '.join(short)} got less than its cap: the disk delivers {now / 1e6:.0f} MB/s, "
-                               f"estimate {est / 1e6:.0f} MB/s"), {"unhurt": unhurt, "settle": 0}
-        said = ""
+                               f"estimate {est / 1e6:.0f} MB/s"), {"unhurt": unhurt}
         if clean and held and not short and math.isfinite(est):
-            # it served all it was asked: the unhurt level is what it delivered, and the estimate goes `rise` above
-            # what it handed out (the victim's headroom in its cap is never used, so what it delivered lags that)
-            unhurt = max(unhurt, now)
-            if now >= (1 - self.tolerance) * est and self.rise > 0:
-                was, est = est, max(est, (1 + self.rise) * min(est, sum(t.cap or 0.0 for t in inp.targets)))
-                settle = 1 if est > was else 0
-                if was <= inp.capacity < est:
-                    said = (f"the disk delivered {now / 1e6:.0f} MB/s with nobody hurt, above the "
-                            f"{inp.capacity / 1e6:.0f} MB/s told: estimate {est / 1e6:.0f} MB/s")
-        return est, learnt, said, {"unhurt": unhurt, "settle": settle}
+            unhurt = max(unhurt, now)  # it served all it was asked: the unhurt level is what it delivered
+        return est, learnt, "", {"unhurt": unhurt}
 
     def _short_of_caps(self, inp: PolicyInput, short: list[str], est: float, peak: float, cap_max: float,
                        bad: float) -> tuple[float, float, float, str]:
@@ -441,19 +388,12 @@ class ContendPolicy(Policy):
             return max(min(est, level), reached), reached, since
         return min(est, level), level, 0
 
-    def _climb(self, est: float, cap_max: float, bad: float, quiet: int,
-               probes: int) -> tuple[float, float, int, bool]:
-        """One period's climb back towards `cap_max`: ten times slower near the level that hurt (`bad`) for `patience`
-        periods after the last decrease (`quiet`), doubled by each probe that hurt (`probes`); then past it at full
-        speed, a probe (the last of the returned: a decrease now would end it). The slow climb for good held the
-        estimate at a third of what this VM's disk delivered for a whole burst after one 100 ms dip at its onset (direct
-        view, told 2 x; docs/results/archive.md 2026-12-03); on a disk that slowed down, a probe that hurts sets the
-        ceiling.
-        Reaching `cap_max` forgets the probes; the level that hurt is forgotten slowly."""
-        probing = est >= self.backoff * bad
-        near = probing and (self.patience <= 0 or quiet < self.patience << probes)
+    def _climb(self, est: float, cap_max: float, bad: float) -> tuple[float, float]:
+        """One period's climb back towards `cap_max`, ten times slower near the level that hurt (`bad`), which is
+        forgotten slowly; returns the estimate and that level."""
+        near = est >= self.backoff * bad
         est = min(cap_max, est + self.climb * cap_max * (0.1 if near else 1.0))
-        return est, min(cap_max, bad * 1.002), 0 if est >= cap_max else probes, probing and not near
+        return est, min(cap_max, bad * 1.002)
 
     def _filled(self, inp: PolicyInput, wanting: list[str], claims: dict[str, float], gripped: bool) -> dict[str, int]:
         """Periods since each target last filled its cap (0: this one). One that filled it in one of the last `keep`
@@ -469,12 +409,6 @@ class ContendPolicy(Policy):
                 claims[t.name] = max(claims[t.name], t.cap)
         return filled
 
-    def _remember(self, lives: dict[str, float], kept: dict[str, float]) -> dict[str, float]:
-        """The calm lifelines kept: each this period's, or what was kept before halving over `memory` periods if that
-        is higher."""
-        fade = 0.5 ** (1 / self.memory) if self.memory > 0 else 0.0
-        return {k: max(v, fade * kept.get(k, 0.0)) for k, v in lives.items()}
-
     def decide(self, inp: PolicyInput) -> Decision:
         now = sum(float(t.usage[-1]) for t in inp.targets if len(t.usage))
         peak = max(float(inp.state.get("peak", 0.0)), now)  # the most the disk was seen to deliver
@@ -483,7 +417,7 @@ class ContendPolicy(Policy):
         # the disk showed its limit (a pre-emption) no more than a little above the most it delivered (told nothing:
         # that alone). Told too high, climbing back to the number squeezed everybody a little and the victim's
         # lifeline followed it down, never counted pre-empted (bench/guard_told.py: isolation 0.92 and 0.90 told
-        # 1.5 and 2 × a steady disk, now 0.999). Until the limit shows, the estimate may go `rise` above the unhurt.
+        # 1.5 and 2 × a steady disk, now 0.999).
         est = float(inp.state.get("capacity", inp.capacity))
         hold = int(inp.state.get("hold", 0))  # periods left without a further decrease
         gripped = hold > 0  # in the hold after a decrease: those who take get no more
@@ -506,7 +440,7 @@ class ContendPolicy(Policy):
             at_cap = t.cap is not None and life >= 0.9 * t.cap
             if at_cap:
                 above.append(t.name)  # it lives at its cap: held back by it, taking all it is given
-            if self._preempted(u, life, inp.floor):
+            if _preempted(u, life, inp.floor, self.tolerance):
                 preempted.append(t.name)
                 if at_cap:
                     own.append(t.name)
@@ -550,11 +484,6 @@ class ContendPolicy(Policy):
         bad = float(inp.state.get("hurt_at", cap_max))
         # periods since this contention's first decrease, and the most the disk delivered in a period of it
         since = min(self.window, int(inp.state.get("since", self.window)) + 1)
-        # periods since the last decrease, and the decreases that came while the estimate climbed past the level that
-        # hurt at full speed (a probe that failed): each doubles the periods the slow climb lasts
-        most = max(1, self.patience) << 4
-        quiet = min(most, int(inp.state.get("quiet", most)) + 1)
-        probes, probing = int(inp.state.get("probes", 0)), bool(inp.state.get("probing"))
         reached = max(float(inp.state.get("reached", 0.0)), now)
         # somebody is taking: at its cap, living at it, or above its lifeline. A disk that stalls while nobody
         # takes (everybody below their lifelines at once) shows no limit, and there is nobody to take from:
@@ -638,10 +567,7 @@ class ContendPolicy(Policy):
             # docs/results/archive.md 2026-12-02)
             low = min(cap_max, lived) if lived > 0 else self.lowest * cap_max
             was, est = est, max(low, self.backoff * min(est, delivered))
-            # a probe that hurt: the disk delivers less now, and its ceiling is what it delivered then
-            probes, learnt, peak = ((min(4, probes + 1), True, min(peak, max(delivered, saturated_period))) if probing
-                                    else (probes, learnt, peak))
-            hold, gripped, quiet, probing = 3, True, 0, False
+            hold, gripped = 3, True
             if est < was:  # said when it changes: at `lowest` already, a pre-emption moves nothing
                 said = (f"{', '.join(hurt)} pre-empted while the disk delivered {delivered / 1e6:.0f} MB/s: "
                         f"estimate {est / 1e6:.0f} MB/s")
@@ -652,11 +578,11 @@ class ContendPolicy(Policy):
                 ceiling = min(cap_max, (1 + self.probe) * peak)  # learnt now
                 est, peak, bad, said = self._short_of_caps(inp, taker, est, peak, ceiling, bad)
             elif saturated and not preempted and math.isfinite(est):
-                est, bad, probes, probing = self._climb(est, cap_max, bad, quiet, probes)
+                est, bad = self._climb(est, cap_max, bad)
         # each target's lifeline when all was calm: what contention must not take from it (a lifeline learnt during
         # the contention is the burst's own after half a window, and is not kept)
         calm = not (saturated or preempted or above or surging)
-        kept = self._remember(lives, kept_before) if calm else {k: v for k, v in kept_before.items() if k in claims}
+        kept = lives if calm else {k: v for k, v in kept_before.items() if k in claims}
         filled = self._filled(inp, wanting, claims, gripped)
         if math.isfinite(est):
             shares = lifelines_first(claims, kept, weights, est, headroom=self.p)
@@ -668,8 +594,7 @@ class ContendPolicy(Policy):
                  if need > est else "")
         return Decision(caps, alert, est, {"capacity": est, "hurt_at": bad, "hold": hold, "peak": peak,
                                            "learnt": learnt, "kept": kept, "over": over, "shot": shot, "spared": spared,
-                                           "filled": filled, "since": since, "reached": reached, "quiet": quiet,
-                                           "probes": probes, "probing": probing, **told_state},
+                                           "filled": filled, "since": since, "reached": reached, **told_state},
                         said=said)
 
 
@@ -713,19 +638,18 @@ class HybridPolicy(Policy):
     p: float = 0.2
     backoff: float = ContendPolicy.backoff  # its contend policy's capacity estimate
     climb: float = ContendPolicy.climb
-    rise: float = ContendPolicy.rise
-    spread: float = ContendPolicy.spread
-    patience: int = ContendPolicy.patience
-    memory: int = ContendPolicy.memory
     calm: int = 10  # periods without a reason before the caps come off
+    inner: ContendPolicy = field(init=False, repr=False)  # the contend policy it runs, with its settings
     name = "hybrid"
     scheduler = "bfq"
     weighs = "bfq"
     tunables = {"slice_idle": 0}  # noqa: RUF012 - a class constant, never mutated
 
+    def __post_init__(self) -> None:
+        self.inner = ContendPolicy(window=self.window, p=self.p, backoff=self.backoff, climb=self.climb)
+
     def decide(self, inp: PolicyInput) -> Decision:
-        inner = ContendPolicy(window=self.window, p=self.p, backoff=self.backoff, climb=self.climb, rise=self.rise,
-                              spread=self.spread, patience=self.patience, memory=self.memory)
+        inner = self.inner
         d = inner.decide(PolicyInput(inp.targets, inp.capacity, inp.floor, inp.latency, inp.state.get("contend", {})))
         pressing, growing, preempted = set(), set(), set()
         for t in inp.targets:
@@ -737,7 +661,7 @@ class HybridPolicy(Policy):
                 pressing.add(t.name)
             elif recent > (1 + self.p) * life:
                 growing.add(t.name)
-            elif inner._preempted(u, life, inp.floor):
+            elif _preempted(u, life, inp.floor, inner.tolerance):
                 preempted.add(t.name)
         engaged = int(inp.state.get("calm", self.calm)) < self.calm
         hurt = bool(preempted) and bool(pressing | growing)
@@ -791,30 +715,11 @@ POLICIES = {"none": NoPolicy, "static": StaticPolicy, "aridac": AridacPolicy, "c
 PolicyName = Literal["none", "static", "aridac", "contend", "bfq", "hybrid", "iocost", "iolatency"]
 
 
-# the policies' own settings, as the guard's log and a study's records say them
-POLICY_SETTINGS = ("p", "backoff", "climb", "rise", "spread", "patience", "memory", "latency_ms")
-
-
-def make(name: str, n: int = 30, p: float | None = None, backoff: float | None = None,
-         climb: float | None = None, latency_ms: float | None = None, rise: float | None = None,
-         spread: float | None = None, patience: int | None = None, memory: int | None = None) -> Policy:
-    """A policy by name; a setting None: its own default (P: aridac 0.35 as its authors' code, contend 0.2;
-    backoff, climb, rise, spread, patience and memory, read by contend and the hybrid only: 0.9, 0.01, 0 and the
-    class's;
-    iolatency's target 5 ms)."""
-    if name == "iolatency":
-        return IoLatencyPolicy() if latency_ms is None else IoLatencyPolicy(latency_ms=latency_ms)
-    if name == "aridac":
-        return AridacPolicy(n=n) if p is None else AridacPolicy(n=n, p=p)
-    if name in ("contend", "hybrid"):
-        cls = ContendPolicy if name == "contend" else HybridPolicy
-        own = cls(window=n)
-        return cls(window=n, p=own.p if p is None else p, backoff=own.backoff if backoff is None else backoff,
-                   climb=own.climb if climb is None else climb, rise=own.rise if rise is None else rise,
-                   spread=own.spread if spread is None else spread,
-                   patience=own.patience if patience is None else patience,
-                   memory=own.memory if memory is None else memory)
-    return POLICIES[name]()
+def make(name: str, **settings: object) -> Policy:
+    """A policy by name with the settings it reads (settings.policy_args: those not None that its constructor
+    takes; the others are its class's own defaults)."""
+    from .settings import policy_args
+    return POLICIES[name](**policy_args(name, settings))  # type: ignore[arg-type]
 
 
 def default_period_ms(name: str) -> int:

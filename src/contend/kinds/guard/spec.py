@@ -9,6 +9,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from ...guard.config import GuardSettings
 from ...guard.policy import POLICIES, PolicyName
+from ...guard.settings import CAPS, NAMES, reads
 from ...spec.base import Strict, StudyKind, known_runtime, no_repeats
 
 BLOCK = r"^[1-9][0-9]{0,5}[kKmM]?$"  # a block size as fio reads it: 512, 4k, 1M
@@ -48,17 +49,10 @@ class GuardQuick(Strict):
     time_scale: float = Field(default=0.4, gt=0, le=1)  # burst_at_s, burst_volume_s and tail_s × this
 
 
-Setting = Literal["capacity", "p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb", "rise",
-                  "spread", "patience", "memory", "latency_ms", "io_bytes", "direct_view"]
-# the settings each policy reads: a sweep over one it does not read runs it once, at the study's settings.
-# `capacity` is the study's (the capacity the guard is told, × the calibration), the others the guard's own
-READS: dict[str, tuple[str, ...]] = {
-    "none": (), "bfq": (), "iocost": (), "iolatency": ("latency_ms",), "static": ("capacity", "floor", "io_bytes"),
-    "aridac": ("capacity", "p", "window", "period_ms", "floor", "io_bytes", "direct_view"),
-    "contend": ("capacity", "p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb", "rise",
-                "spread", "patience", "memory", "io_bytes", "direct_view"),
-    "hybrid": ("capacity", "p", "window", "period_ms", "floor", "hysteresis", "backoff", "climb", "rise",
-               "spread", "patience", "memory", "io_bytes", "direct_view")}
+# a study's settings: `capacity` is the study's (the capacity the guard is told, × the calibration), the others the
+# guard's own (guard/settings.py's table); each policy reads some, and a sweep over one it does not read runs it once
+SETTINGS = ("capacity", *NAMES)
+READS: dict[str, tuple[str, ...]] = {p: ("capacity", *reads(p)) if p in CAPS else reads(p) for p in POLICIES}
 MAX_CAPACITY = 10  # × the calibration: the guard told of a disk ten times faster caps nothing
 
 
@@ -90,7 +84,7 @@ class GuardSpec(StudyKind):
     capacity: float = Field(default=1.0, ge=0, le=MAX_CAPACITY)
     # the tuning sweep: each policy that reads a setting runs once per value (per combination of the swept
     # settings it reads), each run between two under none as any other; the report draws the frontier
-    sweep: dict[Setting, Annotated[list[float], Field(min_length=1, max_length=20), no_repeats("value")]] = {}
+    sweep: dict[str, Annotated[list[float], Field(min_length=1, max_length=20), no_repeats("value")]] = {}
     quick: GuardQuick = GuardQuick()
 
     @field_validator("sweep")
@@ -99,6 +93,8 @@ class GuardSpec(StudyKind):
         """Each value a setting the guard would take (a window of 0.5 periods is not)."""
         base = info.data.get("guard", GuardSettings()).model_dump()
         for k, values in v.items():
+            if k not in SETTINGS:
+                raise ValueError(f"{k}: not a setting (one of {', '.join(SETTINGS)})")
             for i, x in enumerate(values):
                 if k == "capacity":
                     if not 0 <= x <= MAX_CAPACITY:

@@ -22,7 +22,7 @@ import numpy as np
 from ...cgroups import CgroupHost, Limits, detect
 from ...guard.config import GuardConfig
 from ...guard.daemon import Guard
-from ...guard.policy import POLICY_SETTINGS
+from ...guard.settings import POLICY_OWN
 from ...load.fio import layout
 from ...measured import StepWindow
 from ...paths import check_name, open_existing, open_under
@@ -259,7 +259,7 @@ def run_guard_trial(study: GuardSpec, w: Workload, policy: str, rep: int, capaci
             log = open_under(results, GUARD_LOGS, check_name(rec.trial_id, "trial id") + ".jsonl")
             with GuardUnderTest(cfg, {capacity["disk_device"]: told}, host, log, t.clock0) as g:
                 # the settings in force (a policy's own period, P, backoff and climb where the study left them)
-                own = {k: getattr(g.guard.policy, k, None) for k in POLICY_SETTINGS}
+                own = {k: getattr(g.guard.policy, k, None) for k in POLICY_OWN}
                 assert isinstance(rec.cell, GuardCell)
                 rec.cell.params["guard"] = {**settings, "period_ms": g.guard.period_ms,
                                             "hysteresis": g.guard.hysteresis, **own,
