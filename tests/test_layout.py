@@ -239,3 +239,16 @@ def test_every_test_is_in_exactly_one_tier(tmp_path):
     stray.mkdir()
     (stray / "test_stray.py").write_text("def test_with_no_tier():\n    pass\n")
     assert list(tiers_of(stray).values()) == [[]]  # no tier: the check above would name it
+
+
+def test_every_markdown_link_between_the_docs_names_a_file_the_repository_holds():
+    """A page linked is a page committed: `results/` in .gitignore once matched docs/results/ too, and the
+    per-kind result pages the README links were never committed (2026-12-07). Checked against git's index, so an
+    ignored file on this machine does not pass."""
+    import re
+    held = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split())
+    pages = [ROOT / "README.md", ROOT / "bench/README.md", *sorted(ROOT.glob("docs/**/*.md"))]
+    missing = [(str(p.relative_to(ROOT)), m.group(1)) for p in pages
+               for m in re.finditer(r"\]\(([^)#\s:]+\.md)(?:#[^)]*)?\)", p.read_text())
+               if str((p.parent / m.group(1)).resolve().relative_to(ROOT.resolve())) not in held]
+    assert missing == [], missing
