@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from contend.guard.allocate import waterfill
+from contend.guard.estimator import EstimatorState
 from contend.guard.policy import (
     AridacPolicy,
     BfqPolicy,
     ContendPolicy,
+    ContendState,
     Decision,
     HybridPolicy,
     IoCostPolicy,
@@ -20,9 +24,18 @@ from contend.guard.policy import (
     TargetView,
     default_period_ms,
     make,
-    waterfill,
 )
 from contend.guard.simulate import simulate
+
+
+def given(state):
+    """A ContendState from the keys of its parts (capacity, learnt, peak, ...: its estimate's; kept; filled)."""
+    if isinstance(state, ContendState) or state is None:
+        return state
+    state = dict(state)
+    kept, filled = state.pop("kept", {}), state.pop("filled", {})
+    return ContendState(EstimatorState(**state) if state else None, kept, filled)
+
 
 C = 1000.0  # capacity, bytes/s: the paper's 1 MB/s in kB/s
 
@@ -233,7 +246,7 @@ def test_contend_holds_three_periods_after_a_decrease():
     estimates = []
     for _ in range(5):
         inp = PolicyInput([TargetView("victim", victim, cap=240.0), TargetView("burst", burst, cap=800.0)],
-                          C, 10.0, state=state)
+                          C, 10.0, state=given(state))
         d = ContendPolicy().decide(inp)
         state = d.state
         estimates.append(d.capacity)
@@ -275,7 +288,7 @@ def test_contend_told_nothing_climbs_fast_back_to_the_level_that_hurt():
     as well off."""
     trace = told(math.inf, periods=120)
     learnt = next(k for k, (_, _, d) in enumerate(trace) if math.isfinite(d.capacity))
-    assert trace[learnt][2].capacity < 0.7 * C and trace[learnt][2].state["hurt_at"] == pytest.approx(C)
+    assert trace[learnt][2].capacity < 0.7 * C and trace[learnt][2].state.estimate.hurt_at == pytest.approx(C)
     burst = trace[learnt:learnt + 100]
     assert np.mean([g["burst"] for g, _, _ in burst]) >= 0.8 * (C - 200)
     assert min(g["victim"] for g, _, _ in burst[3:]) >= 199
@@ -376,11 +389,11 @@ def test_contend_lowers_no_estimate_for_a_disk_short_of_the_caps_for_two_periods
     views = lambda u: [TargetView("victim", np.array([200.0] * 32), cap=240.0),  # noqa: E731
                        TargetView("burst", np.array([760.0] * 30 + u), cap=760.0)]
     lat = np.array([1.0] * 4 + [9.0])
-    d1 = ContendPolicy().decide(PolicyInput(views([700.0]), C, 10.0, latency=lat, state={"capacity": C}))
-    d2 = ContendPolicy().decide(PolicyInput(views([700.0, 700.0]), C, 10.0, latency=lat, state=d1.state))
-    assert d2.state["over"] == 2 and d2.capacity >= C and not d2.state["learnt"]
-    d3 = ContendPolicy().decide(PolicyInput(views([700.0] * 3), C, 10.0, latency=lat, state=d2.state))
-    assert d3.capacity == pytest.approx(1.02 * 900) and d3.state["learnt"]  # the third: the disk's limit
+    d1 = ContendPolicy().decide(PolicyInput(views([700.0]), C, 10.0, latency=lat, state=given({"capacity": C})))
+    d2 = ContendPolicy().decide(PolicyInput(views([700.0, 700.0]), C, 10.0, latency=lat, state=given(d1.state)))
+    assert d2.state.estimate.over == 2 and d2.capacity >= C and not d2.state.estimate.learnt
+    d3 = ContendPolicy().decide(PolicyInput(views([700.0] * 3), C, 10.0, latency=lat, state=given(d2.state)))
+    assert d3.capacity == pytest.approx(1.02 * 900) and d3.state.estimate.learnt  # the third: the disk's limit
 
 
 def test_contend_lowers_no_estimate_for_a_victim_short_of_a_cap_at_its_own_claim():
@@ -394,9 +407,9 @@ def test_contend_lowers_no_estimate_for_a_victim_short_of_a_cap_at_its_own_claim
     for k in range(4):
         views = [TargetView("victim", np.array([660.0] * 30 + [600.0] * (k + 1)), cap=636.0),
                  TargetView("neighbour", np.array([24.0] * 30 + [282.0] * (k + 1)), cap=282.0)]
-        d = ContendPolicy().decide(PolicyInput(views, 2 * C, 10.0, latency=lat, state=state))
+        d = ContendPolicy().decide(PolicyInput(views, 2 * C, 10.0, latency=lat, state=given(state)))
         state = d.state
-        assert d.state["over"] == 0 and "less than its cap for" not in d.said
+        assert d.state.estimate.over == 0 and "less than its cap for" not in d.said
 
 
 def test_contend_says_what_it_believes_only_when_that_changes():
@@ -482,11 +495,10 @@ def test_a_victim_living_below_the_floor_is_protected_too(policy):
     burst = np.full(32, 900.0)
     views = [TargetView("victim", victim, cap=60.0), TargetView("burst", burst, cap=900.0)]
     d = policy.decide(PolicyInput(views, C, 10.0))
-    inner = d.state.get("contend", d.state)
-    assert inner["capacity"] < C and d.caps["burst"] < 900.0
+    assert d.capacity < C and d.caps["burst"] < 900.0
     idle = np.array([0.2] * 30 + [0.05] * 2)  # a twentieth of the floor and less: idle, whatever it does
     quiet = policy.decide(PolicyInput([TargetView("victim", idle, cap=60.0), views[1]], C, 10.0))
-    assert quiet.state.get("contend", quiet.state)["capacity"] == C
+    assert quiet.capacity == C
 
 
 @pytest.mark.parametrize("scale", [1.0, math.inf])
@@ -513,7 +525,7 @@ def test_contend_learns_no_ceiling_from_a_neighbour_catching_up_after_a_stall():
     neighbour = np.array([90.0] * 30 + [130.0] * 2)  # above its lifeline × 1.2, its cap far above
     views = [TargetView("victim", victim, cap=24.0), TargetView("neighbour", neighbour, cap=900.0)]
     d = ContendPolicy().decide(PolicyInput(views, C, 10.0, latency=np.array([1.0, 1.0, 1.0, 1.0, 9.0])))
-    assert not d.state["learnt"] and d.capacity == pytest.approx(0.5 * C)  # half the number told, no lower
+    assert not d.state.estimate.learnt and d.capacity == pytest.approx(0.5 * C)  # half the number told, no lower
 
 
 @pytest.mark.parametrize("scale", [2.0, math.inf])
@@ -578,13 +590,13 @@ def test_contend_learns_no_limit_from_a_target_at_its_own_claim():
     victim = np.array([200.0] * 30 + [180.0] * 2)  # at 0.9 of its cap, which is its claim
     d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=198.0),
                                             TargetView("neighbour", neighbour, cap=63.0)], C, 10.0))
-    assert not d.state["learnt"] and d.capacity >= 0.5 * C  # no ceiling from it; no lower than half the number
+    assert not d.state.estimate.learnt and d.capacity >= 0.5 * C  # no ceiling from it; no lower than half the number
     assert d.caps["victim"] > 2 * 198.0  # wanting: it is given more
     # a victim pressing a cap that hands out the whole estimate: the disk is full, the estimate drops
     pressing = np.array([900.0] * 32)
     d = ContendPolicy().decide(PolicyInput([TargetView("victim", pressing, cap=C - 63.0),
                                             TargetView("neighbour", neighbour, cap=63.0)], C, 10.0))
-    assert d.capacity < C and d.state["learnt"]
+    assert d.capacity < C and d.state.estimate.learnt
 
 
 def test_contend_learns_no_limit_from_a_neighbour_overshooting_its_cap():
@@ -599,14 +611,14 @@ def test_contend_learns_no_limit_from_a_neighbour_overshooting_its_cap():
     over = np.array([472.0] * 30 + [766.0, 879.0])
     d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=622.0),
                                    TargetView("neighbour", over, cap=574.0)], 1196.0, 10.0))
-    assert d.capacity == 1196.0 and not d.state["learnt"]
+    assert d.capacity == 1196.0 and not d.state.estimate.learnt
     held = np.array([472.0] * 30 + [570.0, 572.0])
     d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=622.0),
                                             TargetView("neighbour", held, cap=574.0)], 1196.0, 10.0))
-    assert d.capacity < 1196.0 and d.state["learnt"]
+    assert d.capacity < 1196.0 and d.state.estimate.learnt
     d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=622.0),  # learnt: as ever
                                             TargetView("neighbour", over, cap=574.0)], 1196.0, 10.0,
-                                           state={"learnt": True, "capacity": 1196.0, "peak": 1300.0}))
+                                           state=given({"learnt": True, "capacity": 1196.0, "peak": 1300.0})))
     assert d.capacity < 1196.0
 
 
@@ -628,11 +640,11 @@ def test_the_period_after_an_overshoot_is_the_onset_too_but_no_more_than_two_per
                                      TargetView("neighbour", neighbour, cap=cap)], 1673.0, 10.0, latency, state))
 
     d = period(37.0, 566.0, 254.0, {})  # the overshoot
-    assert d.capacity == 1673.0 and d.state["shot"]
+    assert d.capacity == 1673.0 and d.state.estimate.shot
     d = period(160.0, 0.0, 317.0, d.state)  # after it: the victim's mean still low, the neighbour paying back
-    assert d.capacity == 1673.0 and not d.state["learnt"]
+    assert d.capacity == 1673.0 and not d.state.estimate.learnt
     d = period(60.0, 390.0, 397.0, d.state)  # hurt again, the neighbour at its cap: the disk's limit
-    assert d.capacity < 1673.0 and d.state["learnt"]
+    assert d.capacity < 1673.0 and d.state.estimate.learnt
     # a neighbour overshooting every period spares no more than two
     state: dict = {}
     victim[:] = [167.0] * 30
@@ -683,13 +695,13 @@ def test_the_estimate_never_falls_below_the_lifelines_the_disk_delivered_when_ca
     state = {"capacity": 775.0, "learnt": True, "peak": 1080.0, "kept": {"victim": 450.0, "neighbour": 240.0}}
     d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=540.0),
                                             TargetView("neighbour", neighbour, cap=236.0)], math.inf, 10.0,
-                                           state=state))
+                                           state=given(state)))
     assert d.capacity == pytest.approx(1.2 * 450 + 240)
     assert d.caps == pytest.approx({"victim": 1.2 * 450, "neighbour": 240.0})
     # with nothing kept (never calm) it falls as ever: 0.9 × what the disk delivered
     d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=540.0),
                                             TargetView("neighbour", neighbour, cap=236.0)], math.inf, 10.0,
-                                           state={**state, "kept": {}}))
+                                           state=given({**state, "kept": {}})))
     assert d.capacity == pytest.approx(0.9 * (380 + 236))
 
 
@@ -703,7 +715,7 @@ def test_the_calm_lifelines_floor_counts_a_crushed_victim_at_what_it_now_claims(
     state = {"capacity": 935.0, "learnt": True, "peak": 1080.0, "kept": {"victim": 450.0, "neighbour": 240.0}}
     d = ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=540.0),
                                             TargetView("neighbour", neighbour, cap=600.0)], math.inf, 10.0,
-                                           state=state))
+                                           state=given(state)))
     assert d.capacity == pytest.approx(0.9 * (30 + 600))
 
 
@@ -721,7 +733,7 @@ def test_a_queue_bound_victim_takes_the_estimate_below_half_the_most_the_disk_de
     def decide(state: dict) -> Decision:
         return ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=57.0),
                                                    TargetView("neighbour", neighbour, cap=28.0)], 1268.0, 1.0,
-                                                  state=state))
+                                                  state=given(state)))
 
     d = decide(state)
     assert d.capacity == pytest.approx(1.2 * 45 + 15)
@@ -737,7 +749,7 @@ def _onset(victim_last: list[float], neighbour_last: list[float], state: dict | 
     neighbour = np.array([480.0] * 30 + neighbour_last)
     return ContendPolicy().decide(PolicyInput([TargetView("victim", victim, cap=660.0),
                                                TargetView("neighbour", neighbour, cap=597.0)], 4785.0, 10.0,
-                                              state=state or {}))
+                                              state=given(state or {})))
 
 
 def test_a_pre_emption_raises_no_cap_of_a_target_it_did_not_hurt():
@@ -747,7 +759,7 @@ def test_a_pre_emption_raises_no_cap_of_a_target_it_did_not_hurt():
     decrease takes from those who take; during its hold they get no more. One that does not take (at its lifeline)
     gets its share as ever."""
     d = _onset([410.0, 400.0], [495.0, 656.0])
-    assert d.capacity < 4785.0 and d.state["hold"] == 3
+    assert d.capacity < 4785.0 and d.state.estimate.hold == 3
     assert d.caps["neighbour"] <= 597.0
     state = d.state
     for _ in range(3):  # the hold: the neighbour still wants more, the victim back at its rate
@@ -771,10 +783,10 @@ def test_before_the_disk_shows_its_limit_a_taker_climbs_to_a_number_told_step_by
     p = ContendPolicy()
     d = p.decide(PolicyInput([TargetView("victim", victim, cap=606.0), TargetView("neighbour", neighbour, cap=283.0)],
                              4785.0, 10.0))
-    assert not d.state["learnt"] and d.caps["neighbour"] == pytest.approx((1 + p.ramp) * 283.0)
+    assert not d.state.estimate.learnt and d.caps["neighbour"] == pytest.approx((1 + p.ramp) * 283.0)
     learnt = p.decide(PolicyInput([TargetView("victim", victim, cap=606.0),
                                    TargetView("neighbour", neighbour, cap=283.0)], math.inf, 10.0,
-                                  state={"learnt": True, "capacity": 1500.0, "peak": 1500.0}))
+                                  state=given({"learnt": True, "capacity": 1500.0, "peak": 1500.0})))
     assert learnt.caps["neighbour"] > 2 * 283.0  # once learnt (told nothing: always) the share comes at once
 
 
@@ -788,7 +800,7 @@ def test_before_the_disk_shows_its_limit_one_at_its_cap_climbs_step_by_step_too(
     p = ContendPolicy()
     d = p.decide(PolicyInput([TargetView("victim", victim, cap=208.0), TargetView("neighbour", neighbour, cap=203.0)],
                              1673.0, 2.0))
-    assert not d.state["learnt"] and d.caps["neighbour"] == pytest.approx((1 + p.ramp) * 203.0)
+    assert not d.state.estimate.learnt and d.caps["neighbour"] == pytest.approx((1 + p.ramp) * 203.0)
     assert d.caps["victim"] == pytest.approx(1.2 * 168.0, rel=0.01)  # below its cap: its claim, as ever
     steady = p.decide(PolicyInput([TargetView("victim", victim, cap=208.0),
                                    TargetView("neighbour", np.array([168.0] * 32), cap=203.0)], 1673.0, 2.0))
@@ -807,7 +819,7 @@ def test_a_writer_of_large_ios_under_a_low_cap_climbs_to_the_number_told():
         wrote = budget // mib  # whole writes only
         budget -= wrote * mib
         usage.append(wrote * mib / 0.1)
-        d = ContendPolicy().decide(PolicyInput([TargetView("dd", np.array(usage), cap)], 20e6, mib, state=state))
+        d = ContendPolicy().decide(PolicyInput([TargetView("dd", np.array(usage), cap)], 20e6, mib, state=given(state)))
         cap, state = d.caps["dd"] or math.inf, d.state
         caps.append(cap)
     assert max(caps) >= 0.8 * 20e6, [round(c / 1e6, 1) for c in caps]
@@ -819,7 +831,7 @@ def _contention(victim_tail, burst_tail, cap, state=None):
     victim = np.array([200.0] * 30 + victim_tail)
     burst = np.array([200.0] * 30 + burst_tail)
     views = [TargetView("victim", victim, cap=None if cap is None else 240.0), TargetView("burst", burst, cap=cap)]
-    return ContendPolicy().decide(PolicyInput(views, math.inf, 10.0, state=state or {}))
+    return ContendPolicy().decide(PolicyInput(views, math.inf, 10.0, state=given(state or {})))
 
 
 def test_a_second_pre_emption_of_the_same_contention_keeps_the_level_that_hurt():
@@ -829,13 +841,15 @@ def test_a_second_pre_emption_of_the_same_contention_keeps_the_level_that_hurt()
     periods of the contention's first decrease the level stays the most the disk delivered in it; a contention that
     began longer ago reads it afresh (a disk that slowed down for good)."""
     first = _contention([150.0, 150.0], [1000.0, 1300.0], None)
-    assert first.state["hurt_at"] == pytest.approx(1450.0) and first.state["since"] == 0
-    later = {**first.state, "hold": 0, "since": 4, "reached": 2000.0}  # the burst's overshoot showed 2,000 since
+    assert first.state.estimate.hurt_at == pytest.approx(1450.0) and first.state.estimate.since == 0
+    # the burst's overshoot showed 2,000 since
+    later = replace(first.state, estimate=replace(first.state.estimate, hold=0, since=4, reached=2000.0))
     again = _contention([140.0, 140.0], [600.0, 600.0], 600.0, later)
     assert again.capacity < first.capacity  # the victim is protected as ever
-    assert again.state["hurt_at"] == pytest.approx(2000.0) and again.state["since"] == 5
-    afresh = _contention([140.0, 140.0], [600.0, 600.0], 600.0, {**later, "since": 30})
-    assert afresh.state["hurt_at"] == pytest.approx(740.0) and afresh.state["since"] == 0
+    assert again.state.estimate.hurt_at == pytest.approx(2000.0) and again.state.estimate.since == 5
+    long_ago = replace(later, estimate=replace(later.estimate, since=30))
+    afresh = _contention([140.0, 140.0], [600.0, 600.0], 600.0, long_ago)
+    assert afresh.state.estimate.hurt_at == pytest.approx(740.0) and afresh.state.estimate.since == 0
 
 
 @pytest.mark.parametrize("seed", [0, 2, 3, 5])
@@ -861,7 +875,7 @@ def test_everybody_low_four_periods_is_a_disk_that_slowed_taker_or_none():
         other = np.array([300.0] * 30 + [150.0] * n)
         views = [TargetView("victim", victim, cap=400.0), TargetView("other", other, cap=600.0)]
         return ContendPolicy().decide(PolicyInput(views, C, 10.0, latency=np.array([0.1] * 30 + [2.0] * n),
-                                                  state={"kept": {"victim": 200.0, "other": 300.0}}))
+                                                  state=given({"kept": {"victim": 200.0, "other": 300.0}})))
     assert decide(3).capacity == C and decide(4).capacity < C
 
 

@@ -12,6 +12,7 @@ from .cgroups import IoCounters
 from .cgroups.base import read_text
 
 MIN_CAP = 1 << 20
+PRESSES = 0.9  # a target using this share of its cap presses against it: it wants more than its cap gives
 
 
 # bytes a 4 KiB I/O costs beside its own where the disk was never calibrated: this VM's virtio disk's

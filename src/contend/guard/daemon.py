@@ -180,7 +180,7 @@ class Guard:
         self._keep = max(cfg.window, 3) + 1  # periods of usage history a policy sees
         self.usage: dict[tuple[str, str], deque] = {}
         self.latency: dict[str, deque] = {d: deque(maxlen=max(self._keep, 50)) for d in disks}
-        self.state: dict[str, dict] = {d: {} for d in disks}
+        self.state: dict[str, object] = {d: {} for d in disks}  # each disk's policy state (its own type)
         self.believed: dict[str, float] = {}  # per disk, the capacity the policy divided last period
         self.alerts: dict[str, str] = {d: "" for d in disks}
         self.caps: dict[tuple[str, str], float | None] = {}

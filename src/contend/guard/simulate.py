@@ -31,7 +31,7 @@ def simulate(policy: Policy, demand: Callable[[int], dict[str, float]], periods:
     usage: dict[str, list[float]] = {n: [] for n in names}
     latency: list[float] = []
     caps: dict[str, float | None] = {n: None for n in names}
-    state: dict = {}
+    state: object = {}
     trace: Trace = []
     first: dict[str, int] = {}  # the period from which a target's first cap is in force
     for k in range(periods):

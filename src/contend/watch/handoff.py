@@ -21,11 +21,10 @@ from collections.abc import Callable
 from typing import TextIO
 
 from ..cgroups import CgroupHost
+from ..diskuse import PRESSES
 from ..guard.targets import Resolved
 from .detector import Verdict
 from .signals import HOST, WRITEBACK
-
-PRESSED = 0.9  # a container using this share of its cap presses against it
 
 
 class GuardHandoff:
@@ -55,9 +54,9 @@ class GuardHandoff:
         return self
 
     def pressed(self) -> bool:
-        """Some container uses (almost) all of the cap it has now."""
+        """Some container uses (almost) all of the cap it has now (the share contend's policy reads as wanting more)."""
         g = self.guard
-        return any(cap is not None and g.usage.get(key) and g.usage[key][-1] >= PRESSED * cap
+        return any(cap is not None and g.usage.get(key) and g.usage[key][-1] >= PRESSES * cap
                    for key, cap in list(g.caps.items()))
 
     def _problem(self, key: str, line: str) -> None:
