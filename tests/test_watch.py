@@ -721,7 +721,7 @@ def test_a_name_with_markup_escapes_or_10_kb_reaches_the_terminal_as_text(name):
     assert events and events[0]["event"] == "blame"
     out = io.StringIO()
     Console(file=out, force_terminal=True, width=200).print(table(frames[-1], d.verdicts(), [f"problem {name}"],
-                                                                  {name: 1e6}))
+                                                                  {name: "disk 1 MB/s"}))
     shown = out.getvalue()
     _no_escape(shown)
     if name.startswith("[") or "\x1b[2J" in name:

@@ -25,6 +25,7 @@ from .prepare import (
     say_plan,
     study_of,
 )
+from .protect.cli import protect
 from .terminal import console, fail, need_root, term_as_interrupt
 from .watch.cli import watch
 
@@ -304,6 +305,7 @@ def compare(a: Path = typer.Argument(..., metavar="A", help="The baseline result
 # ---------------------------------------------------------------- guard, watch, cluster: their packages' own
 app.command()(guard)
 app.command()(watch)
+app.command()(protect)
 app.add_typer(cluster_app, name="cluster")
 
 

@@ -107,6 +107,10 @@ class Cgroup(ABC):
     def clear_io_limits(self, device: str) -> None: ...
 
     @abstractmethod
+    def control(self, name: str) -> Path:
+        """One of its control files by name (cpu.weight, memory.high...), in its controller's hierarchy on v1."""
+
+    @abstractmethod
     def clear_memory_limit(self) -> None:
         """No memory limit here any more (a shared one, set on contend's parent for one trial)."""
 

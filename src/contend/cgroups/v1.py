@@ -149,6 +149,9 @@ class V1Cgroup(Cgroup):
     def clear_io_limits(self, device: str) -> None:
         self._set_io(IoLimit(device))
 
+    def control(self, name: str) -> Path:
+        return self._dir(name.split(".", 1)[0]) / name
+
     def _weight_file(self, mechanism: str) -> Path:
         if mechanism != "bfq":
             raise ValueError(f"io.{mechanism} weights need cgroup v2 (this cgroup is v1)")

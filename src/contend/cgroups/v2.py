@@ -77,6 +77,9 @@ class V2Cgroup(Cgroup):
         if limits.pids is not None:
             write(self.dir / "pids.max", str(limits.pids))
 
+    def control(self, name: str) -> Path:
+        return self.dir / name
+
     def clear_io_limits(self, device: str) -> None:
         write(self.dir / "io.max", io_max_line(IoLimit(device)))
 

@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from ..cgroups import PREFIX, CgroupHost, V2Cgroup, detect
 from ..cgroups.host import kernel_option
-from ..diskuse import Escape, escaping, io_bytes, queued_use, stale_carry
+from ..diskuse import MIN_CAP, Escape, escaping, io_bytes, queued_use, stale_carry
 from ..hooks import Hooks
 from ..runtimes import signals_deferred
 from .collector import Collector
@@ -205,6 +205,9 @@ class Guard:
         # caps on a disk only while gate(disk) says so (contend watch --guard: while it blames a container for a
         # disk); otherwise none, and the policy goes on learning everybody's lifeline
         self.gate: Callable[[str], bool] | None = None
+        # a target's caps scaled by this share (contend protect's disk holds: its policy's cap, squeezed further
+        # while the victim it is held for is not back)
+        self.squeeze: dict[str, float] = {}
         self._closed = False
         self._logged_weights: dict[tuple[str, str], int | None] = {}
 
@@ -299,6 +302,13 @@ class Guard:
                     self.log("target-waiting", message=str(e), wait_s=self.cfg.wait_s)
                 stop.wait(min(0.5, max(0.0, deadline - time.monotonic())))
 
+    def _squeezed(self, name: str, cap: float | None, used: float) -> float | None:
+        """The policy's cap on a target, squeezed by contend protect's hold on it (from what it uses, where the
+        policy left it uncapped)."""
+        if cap is None or name not in self.squeeze:
+            return cap
+        return max(MIN_CAP, min(cap, max(used, MIN_CAP)) * self.squeeze[name])
+
     # -- one period
     def step(self) -> None:
         now = time.monotonic()
@@ -342,7 +352,7 @@ class Guard:
             gated = self.gate is not None and not self.gate(dev)
             in_force = dict(d.caps)
             for name, cap in d.caps.items():
-                cap = None if gated else cap
+                cap = None if gated else self._squeezed(name, cap, used[name])
                 self.caps[(name, dev)] = cap
                 try:
                     # the cap in force, which the policy sees next period and the records keep: with a

@@ -23,7 +23,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from ..cgroups import CgroupHost, IoLimit, Limits
-from ..cgroups.base import WEIGHT_MAX
+from ..cgroups.base import WEIGHT_MAX, write
 from ..diskuse import MIN_CAP, cap_ios
 from ..hostlock import held
 from ..paths import STATE
@@ -48,12 +48,17 @@ def _tighter(a: int | None, b: int | None) -> int | None:
 # what a guard may change, in the order it is put back: a cgroup's caps and weights before a disk's scheduler
 # (BFQ's weights go with it) and io.cost; each with the key of its list in the state file
 KINDS = {"cap": "caps", "weight": "weights", "cost-weight": "cost_weights", "latency-target": "latency_targets",
-         "scheduler": "schedulers", "iocost": "iocost"}
+         "setting": "settings", "scheduler": "schedulers", "iocost": "iocost"}
 DISK_KINDS = ("scheduler", "iocost")  # a disk's, not a cgroup's
 CGROUP_KINDS = tuple(k for k in KINDS if k not in DISK_KINDS)
 # a weight's kind -> the mechanism that reads it (io.latency's "weight": its target, µs)
 MECHANISM = {"weight": "bfq", "cost-weight": "cost", "latency-target": "latency"}
 KIND_OF = {m: k for k, m in MECHANISM.items()}
+# contend protect's settings on a culprit's (or a victim's) cgroup: one control file each, its text as it was put
+# back as it was (a "setting" entry's device is the file's name)
+SETTINGS = ("cpu.weight", "cpu.shares", "cpu.max", "cpu.cfs_quota_us", "memory.high", "memory.soft_limit_in_bytes",
+            "memory.low")
+SETTING_VALUE = re.compile(r"^(max|-1|[0-9]{1,20})( [0-9]{1,10})?$")
 
 
 class Limiter:
@@ -148,6 +153,27 @@ class Limiter:
             cg.set_io_weight(device, want, mechanism)  # type: ignore[arg-type]
             self.weights[key] = want  # type: ignore[assignment]
 
+    def set_setting(self, relpath: str, name: str, value: str | None) -> str | None:
+        """One control file of a cgroup (SETTINGS) set to `value` (None: what was there before this run changed
+        it); what was there noted first, in the state file. Returns the text the file had before this call."""
+        if name not in SETTINGS or (value is not None and not SETTING_VALUE.fullmatch(value)):
+            raise ValueError(f"{relpath}: not a setting contend makes: {name} {value!r}")
+        cg = self.host.cgroup(relpath)
+        key = (relpath, name)
+        was = self.held["setting"].get(key)
+        now = read_setting(cg.control(name))
+        if self.dry_run or (value is None and key not in self.held["setting"]):
+            return now
+        if key not in self.held["setting"]:
+            was = self._take_over("setting", relpath, name, lambda: now)
+        want = was if value is None else value
+        if want is not None and want != now:
+            write(cg.control(name), str(want))
+        if value is None:
+            self.held["setting"].pop(key, None)
+            self._save()
+        return now
+
     def release(self, relpath: str, device: str) -> None:
         """Put back what this guard changed on one cgroup's use of a disk (its cap and weight)."""
         key = (relpath, device)
@@ -232,10 +258,23 @@ def put_back(host: CgroupHost, kind: str, relpath: str, device: str, original) -
     elif kind == "iocost":
         if host.unified is not None and (host.unified / "io.cost.qos").exists():
             scheduler.set_iocost(device, host.unified, original)
+    elif kind == "setting":
+        cg = host.cgroup(relpath)
+        if cg.exists() and original is not None:
+            write(cg.control(device), original)
     elif kind in MECHANISM:
         restore_weight(host, relpath, device, original, MECHANISM[kind])
     else:
         restore(host, relpath, device, IoLimit(**original) if isinstance(original, dict) else original)
+
+
+def read_setting(path: Path) -> str | None:
+    """A control file's text as a setting (cpu.max's "max 100000"; None where it is missing or not one)."""
+    try:
+        text = " ".join(path.read_text().split())
+    except OSError:
+        return None
+    return text if SETTING_VALUE.fullmatch(text) else None
 
 
 def _alive(state_file: Path) -> bool:
@@ -254,6 +293,8 @@ SCHEDULER_NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
 def _original_ok(kind: str, dev: str, o) -> bool:
     if kind == "scheduler":
         return isinstance(o, str) and bool(SCHEDULER_NAME.fullmatch(o))
+    if kind == "setting":
+        return dev in SETTINGS and isinstance(o, str) and bool(SETTING_VALUE.fullmatch(o))
     if o is None:
         return True
     if kind in MECHANISM:
@@ -271,7 +312,8 @@ def _entry(raw, kind: str = "cap") -> dict:
     dropped, never acted on."""
     try:
         rel, dev, o = raw["cgroup"], raw["device"], raw.get("original")
-        if not (isinstance(rel, str) and isinstance(dev, str) and DEVICE.fullmatch(dev)) or ".." in Path(rel).parts:
+        if not (isinstance(rel, str) and isinstance(dev, str) and (DEVICE.fullmatch(dev) or kind == "setting")) \
+                or ".." in Path(rel).parts:
             return {}
         if (kind in DISK_KINDS) == bool(rel.strip("/")) or not _original_ok(kind, dev, o):
             return {}  # a scheduler and io.cost are a disk's, caps and weights a cgroup's

@@ -15,6 +15,7 @@ from .guard.study import GuardStudy
 from .isolation.study import IsolationStudy
 from .oltp.study import OltpStudy
 from .parallel.study import ParallelStudy
+from .protect.study import ProtectStudy
 
 KINDS: dict[str, type[Study]] = {k.kind: k for k in (
     IsolationStudy,  # kind: isolation (the default), Volpert et al.
@@ -23,6 +24,7 @@ KINDS: dict[str, type[Study]] = {k.kind: k for k in (
     DiskFillStudy,  # kind: diskfill, Kim et al.
     OltpStudy,  # kind: oltp, Xavier et al.
     DetectStudy,  # kind: detect, contend watch against injected antagonists
+    ProtectStudy,  # kind: protect, contend protect paired against no action and a fixed policy
 )}
 MODELS = {name: k.model for name, k in KINDS.items()}
 

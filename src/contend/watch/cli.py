@@ -74,7 +74,26 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                              "paths (the cgroups' paths), auto (cri where a runtime answers)."),
           pod_logs: str = typer.Option("/var/log/containers", "--pod-logs", metavar="DIR",
                                        help="With --pod-names logs: the kubelet's links <pod>_<ns>_<container>-<id>"
-                                            ".log (read, never followed).")):
+                                            ".log (read, never followed)."),
+          protect: bool = typer.Option(False, "--protect", help="Act on the blame (contend protect, "
+                                                                "docs/protect.md): hold a culprit back on the "
+                                                                "resource it is blamed for, in proportion to its "
+                                                                "share, until its victim is whole; every setting "
+                                                                "put back when it stops."),
+          resource: list[str] = typer.Option([], "--resource", metavar="cpu|memory|disk",
+                                             help="With --protect: a resource it acts on (repeatable; default: "
+                                                  "cpu, memory and disk)."),
+          dry_run: bool = typer.Option(False, "--dry-run", help="With --protect: log what it would set, set "
+                                                                "nothing."),
+          confirm: float = typer.Option(1.0, min=0, max=60, metavar="S",
+                                        help="With --protect: seconds a blame must last before any action."),
+          release: float = typer.Option(10.0, min=0, max=3600, metavar="S",
+                                        help="With --protect: seconds with no blame and the culprit no longer "
+                                             "pressing before its hold is given back (step by step)."),
+          cpu_floor: float = typer.Option(0.1, min=0.01, metavar="CPUS",
+                                          help="With --protect: the least CPU quota it leaves a culprit."),
+          memory_floor: str = typer.Option("64M", metavar="SIZE",
+                                           help="With --protect: the least memory.high it leaves a culprit.")):
     """Who hurts whom on this host, now: every period, each watched container's symptoms (run-queue delay,
     pressure, its own throttling, its disk's latency) against its own baseline, and a blame when a neighbour's
     use rose with it; a container held by its own limit is its own doing. Sets nothing, unless --guard
@@ -90,14 +109,13 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     if replay is not None:
         return _watch_replay(replay, emit)
     targets = _watch_checks(target, metrics, disk, cri, pod_names)
-    if capacity and not guard:
-        fail("--capacity: only with --guard")
-    if strict and not guard:
-        fail("--strict: only with --guard")
+    acts, floor = _protect_checks(protect, guard, resource, dry_run, memory_floor)
+    disk_guard = _guard_checks(guard, acts, capacity, strict)
     given = guard_capacities(capacity) if capacity else {}  # the guard's config (pydantic, numpy) only if asked
-    if ebpf or guard:  # the PSI-only watch reads world-readable files: any user may run it (a DaemonSet's nobody)
-        need_root("contend watch" + (" --guard" if guard else " (eBPF: --no-ebpf watches without root)"))
-    capacities = guard_disks(given) if guard else {}
+    if ebpf or guard or protect:  # the PSI-only watch reads world-readable files: any user may (a DaemonSet's nobody)
+        need_root("contend watch" + (" --guard" if guard else " --protect" if protect else
+                                     " (eBPF: --no-ebpf watches without root)"))
+    capacities = guard_disks(given) if disk_guard else {}
     try:
         out = open(record, "x") if record is not None else None
     except OSError as e:
@@ -118,6 +136,9 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
         # the guard's JSON log on stderr, but not under the live table; its targets the watch's own (same names)
         w.handoff = GuardHandoff(targets, lambda: w.targets, capacities, w.host, log=None if live else sys.stderr,
                                  clock0=w.collector.clock0).start()
+    if protect:
+        _start_protect(w, targets, capacities, acts, dry_run, live, confirm=confirm, release=release,
+                       floor_cpus=cpu_floor, floor_bytes=floor)
     try:
         w.start()  # its first scan and reading while bpftrace compiles
     except KeyboardInterrupt:
@@ -148,7 +169,8 @@ def _run_live(w, live: bool, duration: float | None, strict: bool) -> bool:
     lv = None
 
     def after(x) -> None:
-        said = x.handoff.problems if x.handoff is not None else []
+        said = [*(x.handoff.problems if x.handoff is not None else []),
+                *(x.protector.problems if x.protector is not None else [])]
         for line in said[len(told):]:
             told.append(line)
             if lv is None:
@@ -156,8 +178,7 @@ def _run_live(w, live: bool, duration: float | None, strict: bool) -> bool:
         if strict and said:
             stop.set()
         if lv is not None:
-            lv.update(table(x.last, x.detector.verdicts(), [*x.problems, *said],
-                            x.handoff.caps() if x.handoff is not None else None), refresh=True)
+            lv.update(table(x.last, x.detector.verdicts(), [*x.problems, *said], held(x)), refresh=True)
     try:
         if live:
             from rich.live import Live
@@ -170,6 +191,62 @@ def _run_live(w, live: bool, duration: float | None, strict: bool) -> bool:
     finally:
         w.close()
     return strict and bool(told)
+
+
+def _start_protect(w, targets: list[str], capacities: dict[str, float], acts: tuple[str, ...], dry_run: bool,
+                   live: bool, confirm: float, release: float, floor_cpus: float, floor_bytes: int) -> None:
+    """contend protect beside the watcher (its log on stderr, not under the live table), the guard its disk
+    actuator (not under --dry-run: the guard caps as soon as it is engaged)."""
+    from ..protect.daemon import build
+    from ..protect.model import ProtectModel
+    from ..watch.handoff import GuardHandoff
+    log = None if live else sys.stderr
+    handoff = GuardHandoff(targets, lambda: w.targets, capacities, w.host, log=log,
+                           clock0=w.collector.clock0).start() if "disk" in acts and not dry_run else None
+    w.protector = build(w.host, lambda: w.targets, acts, ProtectModel(confirm_s=confirm, release_s=release),
+                        handoff, dry_run=dry_run, floor_cpus=floor_cpus, floor_bytes=floor_bytes, log=log,
+                        registry=w.metrics.registry)
+
+
+def held(w) -> dict[str, str] | None:
+    """What the live view's `held` column shows: the guard's caps (--guard), protect's settings (--protect)."""
+    if w.protector is not None:
+        return w.protector.held()
+    if w.handoff is not None:
+        return {name: f"disk {cap / 1e6:.0f} MB/s" for name, cap in w.handoff.caps().items()}
+    return None
+
+
+def _guard_checks(guard: bool, acts: tuple[str, ...], capacity: list[str], strict: bool) -> bool:
+    """The guard's options checked (exit 2, one line); whether a guard runs (--guard, or --protect on disk)."""
+    disk_guard = guard or "disk" in acts
+    if capacity and not disk_guard:
+        fail("--capacity: only with --guard or --protect on disk")
+    if strict and not guard:
+        fail("--strict: only with --guard")
+    return disk_guard
+
+
+def _protect_checks(protect: bool, guard: bool, resource: list[str], dry_run: bool,
+                    memory_floor: str) -> tuple[tuple[str, ...], int]:
+    """--protect's options checked (exit 2, one line): the resources it acts on and its memory floor."""
+    from ..protect.daemon import RESOURCES
+    from ..units import size_bytes
+    if not protect:
+        for flag, given in (("--resource", resource), ("--dry-run", dry_run)):
+            if given:
+                fail(f"{flag}: only with --protect")
+        return (), 0
+    if guard:
+        fail("--guard and --protect: one or the other (--protect acts on disk through the guard)")
+    for r in resource:
+        if r not in RESOURCES:
+            fail(f"--resource {r!r}: one of {', '.join(RESOURCES)}")
+    try:
+        floor = size_bytes(memory_floor)
+    except ValueError as e:
+        fail(f"--memory-floor {memory_floor!r}: {e}")
+    return tuple(dict.fromkeys(resource)) or RESOURCES, floor
 
 
 def _watch_replay(path: Path, emit) -> None:

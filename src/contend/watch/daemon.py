@@ -137,6 +137,7 @@ class Watcher:
         self.record = record
         self.hooks = Hooks(cfg.hook, timeout_s=HOOK_TIMEOUT_S) if cfg.hook else None
         self.handoff: GuardHandoff | None = None  # --guard: set by the caller, told every period's verdicts
+        self.protector: Any = None  # --protect: a protect.daemon.Protector, set by the caller, told every period
         self.targets: dict[str, Resolved] = {}
         self.frames = 0
         self.last: Frame | None = None
@@ -249,6 +250,8 @@ class Watcher:
                 print(f"contend: watch hook (pid {pid}) killed after {after:.0f} s", file=sys.stderr)
         if self.handoff is not None:
             self.handoff.update(self.detector.verdicts())
+        if self.protector is not None:
+            self.protector.update(f, self.detector)
         if self.metrics.server is not None:
             self.metrics.update(f, self.detector.verdicts())
         return events
@@ -305,6 +308,8 @@ class Watcher:
             self.cri.close()
         if self.handoff is not None:
             self.handoff.close()
+        if self.protector is not None:
+            self.protector.close()
         if self.hooks is not None:
             self.hooks.close()
 

@@ -137,6 +137,9 @@ class Detector:
         self.renormal = renormal
         self.witness = witness
         self.jumped: set[tuple[str, str]] = set()  # (container, resource) whose use jumped this frame
+        # (container, resource) whose symptom is not back at its baseline this frame: above its threshold, or
+        # half-way there (contend protect holds a culprit back until its victim's symptom is back)
+        self.unsettled: set[tuple[str, str]] = set()
 
     # -- reading a frame
     def symptoms(self, f: Frame, name: str, res: str,
@@ -388,6 +391,8 @@ class Detector:
                 events.append(self.active.pop(key).event(f.t, "cleared"))
                 self.quiet.pop(key, None)
         self._learn(f, readings, suffering)
+        self.unsettled = {(k[0], k[1]) for k, _, _, unusual in readings if unusual}
+        self.unsettled.update((n, r) for r, names in suffering.items() for n in names)
         self._departures()
         self.jumped = self._jumps()
         return events

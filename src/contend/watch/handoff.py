@@ -5,7 +5,9 @@ with its policy (contend's: every container's lifeline protected, the rest of th
 it). Its caps are in force only while it is engaged: from the first blame of a container (not `writeback`, not
 `host`) on disk, for as long as such a blame holds, and after that while a capped container still presses
 against its cap (it would hurt again without it), until `release_s` have passed with neither. Disengaged, it
-sets nothing and only learns everybody's lifeline, so the first caps it sets are already fair ones.
+sets nothing and only learns everybody's lifeline, so the first caps it sets are already fair ones. That rule is
+contend protect's latch (protect/model.py), and under `contend protect` the hand-off is its disk actuator: engaged
+by protect's disk holds, not by this latch.
 
 The guard's targets are the watch's own (`source`: the containers as the watch resolved them, names and cgroups),
 so what the watch blames is what the guard caps, by the same name, whatever the selectors (k8s:NS/*, label=...):
@@ -23,6 +25,7 @@ from typing import TextIO
 from ..cgroups import CgroupHost
 from ..diskuse import PRESSES
 from ..guard.targets import Resolved
+from ..protect.model import Latch
 from .detector import Verdict
 from .signals import HOST, WRITEBACK
 
@@ -39,8 +42,8 @@ class GuardHandoff:
         self.guard.gate = lambda dev: self.engaged
         self.problems: list[str] = []  # each said once: a culprit the guard could not cap, and why
         self._said: set[str] = set()
-        self.release_s = release_s
-        self._until = -math.inf
+        # contend protect's latch, on the first blame (protect's own waits for one that lasts)
+        self.latch = Latch(confirm_s=0.0, release_s=release_s)
         self._blamed: dict[str, float] = {}  # a disk culprit blamed now -> when first
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="watch-guard", daemon=True)
@@ -53,11 +56,12 @@ class GuardHandoff:
         self._thread.start()
         return self
 
-    def pressed(self) -> bool:
-        """Some container uses (almost) all of the cap it has now (the share contend's policy reads as wanting more)."""
+    def pressed(self, name: str | None = None) -> bool:
+        """Some container (or the one named) uses (almost) all of the cap it has now (the share contend's policy
+        reads as wanting more)."""
         g = self.guard
         return any(cap is not None and g.usage.get(key) and g.usage[key][-1] >= PRESSES * cap
-                   for key, cap in list(g.caps.items()))
+                   for key, cap in list(g.caps.items()) if name is None or key[0] == name)
 
     def _problem(self, key: str, line: str) -> None:
         if key not in self._said:
@@ -79,9 +83,7 @@ class GuardHandoff:
         now = time.monotonic()
         culprits = [v.culprit for v in verdicts if v.resource == "disk" and v.kind == "blame"
                     and v.culprit not in (WRITEBACK, HOST)]
-        if culprits or (self.engaged and self.pressed()):
-            self._until = now + self.release_s
-        self.engaged = now < self._until
+        self.engaged = self.latch.step(now, bool(culprits), self.pressed())
         for c in culprits:
             first = self._blamed.setdefault(c, now)
             if c not in self.guard.targets and self.guard.scanned_at > first:

@@ -18,14 +18,15 @@ def _num(x: float, fmt: str = "{:.2f}") -> str:
 
 
 def table(frame: Frame | None, verdicts: list[Verdict], problems: Sequence[str] = (),
-          caps: dict[str, float] | None = None) -> Table:
-    """caps: the guard's disk caps now (contend watch --guard), bytes/s by container; None: no guard."""
+          held: dict[str, str] | None = None) -> Table:
+    """held: what holds each container back now (the guard's caps under --guard, protect's settings under
+    --protect), by container; None: neither runs."""
     t = Table(title="contend watch", caption=Text(plain("; ".join(problems), limit=2000)) if problems else None,
               expand=False)
     cols = [("container", "left"), ("CPU", "right"), ("wait s/s", "right"), ("thr", "right"),
             ("mem MiB", "right"), ("mem psi", "right"), ("disk MB/s", "right"), ("io psi", "right"),
             ("net MB/s", "right"), ("rtt ms", "right")]
-    for col, just in cols + ([("cap MB/s", "right")] if caps is not None else []) + [("verdict", "left")]:
+    for col, just in cols + ([("held", "left")] if held is not None else []) + [("verdict", "left")]:
         t.add_column(col, justify=just, no_wrap=col != "verdict")  # type: ignore[arg-type]
     by_victim: dict[str, list[Verdict]] = {}
     for v in verdicts:
@@ -39,8 +40,8 @@ def table(frame: Frame | None, verdicts: list[Verdict], problems: Sequence[str] 
             _num(s.get("mem_psi", math.nan)), _num(s.get("io_bytes", math.nan) / 1e6, "{:.1f}"),
             _num(s.get("io_psi", math.nan)), _num(s.get("net_bytes", math.nan) / 1e6, "{:.1f}"),
             _num(s.get("net_rtt_ms", math.nan), "{:.1f}")]
-        if caps is not None:
-            cells.append(_num(caps.get(name, math.nan) / 1e6, "{:.0f}"))
+        if held is not None:
+            cells.append(Text(held.get(name, "")))
         t.add_row(*cells, Text("\n".join(line(v) for v in by_victim.get(name, [])) or "ok"))
     return t
 

@@ -50,12 +50,14 @@ class DetectStudy(Study, kind="detect", model=DetectSpec, cell=DetectCell, title
         tr, items = self.spec.trial, self.plan()
         runnable = {r["name"]: r for r in host_facts["runtimes"]}
         cost = [tr.baseline_s + tr.jitter_s / 2 + tr.attack_s + tr.tail_s + SETUP_S for _ in items]
-        self.run_each(
-            store, items, cost,
-            f"[bold]{self.spec.name}[/bold]: {len(items)} trials ({', '.join(self.spec.runtimes)} × "
-            f"{', '.join(self.spec.cases)} × {self.spec.repetitions} rep) under contend watch",
-            lambda it: f"{it[0]} {it[1]} r{it[2]}",
-            lambda it, advance: self._one(it, runnable, host_facts))
+        self.run_each(store, items, cost, f"[bold]{self.spec.name}[/bold]: {len(items)} trials {self.shape()}",
+                      lambda it: " ".join(str(x) if i < len(it) - 1 else f"r{x}" for i, x in enumerate(it)),
+                      lambda it, advance: self._one(it, runnable, host_facts))
+
+    def shape(self) -> str:
+        """What the study runs, for its first line."""
+        return f"({', '.join(self.spec.runtimes)} × {', '.join(self.spec.cases)} × {self.spec.repetitions} rep) " \
+               "under contend watch"
 
     def _one(self, item: tuple[str, str, int], runnable: dict, host_facts: dict) -> TrialResult:
         rt, case, rep = item

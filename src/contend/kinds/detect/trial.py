@@ -96,16 +96,24 @@ class WatcherThread:
             self.w.close()
 
 
+# what a kind running detect's trials does beside the watcher (kinds/protect: protect, or a fixed policy): called
+# with the watcher, the tenants and their cgroups' names before the watch starts; what it returns is called once the
+# watch stopped, and gives what it measured (kept in the cell's params)
+Arm = Callable[[Watcher, Tenants, dict[str, str]], Callable[[], dict]]
+
+
 def run_detect_trial(study: DetectSpec, runtime: str, case_name: str, rep: int, t_change: float, facts: dict,
-                     host: CgroupHost | None = None) -> TrialResult:
+                     host: CgroupHost | None = None, cell: DetectCell | None = None, ident: str | None = None,
+                     arm: Arm | None = None) -> TrialResult:
     host = host or detect()
     case, tr = CASES[case_name], study.trial
+    params = {"trial": tr.model_dump(), "t_change_planned": t_change, "ebpf": study.ebpf, "net_rtt": study.net_rtt,
+              "bystanders": study.bystanders}
+    if cell is not None:
+        cell.params.update(params)
     result = TrialResult(TrialRecord(
-        trial_id=trial_id(runtime, case_name, rep), runtime=runtime, repetition=rep,
-        cell=DetectCell(case_name, case.resource, {"trial": tr.model_dump(), "t_change_planned": t_change,
-                                                    "ebpf": study.ebpf, "net_rtt": study.net_rtt,
-                                                    "bystanders": study.bystanders}),
-        facts=facts))
+        trial_id=ident or trial_id(runtime, case_name, rep), runtime=runtime, repetition=rep,
+        cell=cell or DetectCell(case_name, case.resource, params), facts=facts))
     rec = result.record
     link = Link(uuid.uuid4().hex[:8], case.link_bps, {name: None for name in case.tenants}) if case.link_bps else None
     if link is not None and (why := runtimes.get(runtime, host).no_netns):
@@ -127,13 +135,17 @@ def run_detect_trial(study: DetectSpec, runtime: str, case_name: str, rep: int, 
             if w.problems:
                 result.events.append((0.0, "", "watch-problem", "; ".join(w.problems)))
             t.clock0 = w.collector.clock0  # one clock: the watcher's frames and the trial's events
-            log = StepLog(t, case, rel) if case.antagonist and case.resource in StepLog.RESOURCES else None
+            log = StepLog(t, case, rel) if (case.antagonist or arm is not None) and \
+                case.resource in StepLog.RESOURCES else None
             victim = next(r for r, n in rel.items() if n == VICTIM)
+            armed = arm(w, t, rel) if arm is not None else None
             with WatcherThread(w, log) as wt:
                 ran = _loads(t, case, t_change, tr.attack_s, tr.tail_s, result,
                              baseline=lambda: w.detector.baselined(victim, case.resource),
                              also={n: load for n, load in extra.items() if load is not None})
             _record(result, rel, events, wt.frames, w, ran, log)
+            if armed is not None:
+                rec.cell.params.update(armed())  # type: ignore[attr-defined]
         rec.status = "ok"
     return result
 

@@ -1,0 +1,157 @@
+"""What a hold's level sets, per resource: the control model's levels (model.py) made cgroup settings.
+
+Every setting goes through the guard's Limiter (`set_setting`): what the file held is noted in a state file
+before the first write and put back on exit, and `contend clean` puts back what a killed run left. A level of
+0 puts everything back.
+
+- **cpu**: levels up to WEIGHT_UPTO lower the culprit's weight (cgroup v2 cpu.weight, v1 cpu.shares)
+  geometrically from what it had to the least (1 / 2): work-conserving, it only matters while the victim wants
+  the CPU. Above, while the victim still waits, a CFS quota too (cpu.max / cpu.cfs_quota_us), geometrically from
+  the host's CPUs (or its own quota) down to the operator's floor, never below it.
+- **memory**: cgroup v2 memory.high, from the culprit's memory when first held down to the floor: the kernel
+  reclaims its pages (its page cache first) and slows its allocations, and never OOM-kills for it. Cgroup v1 has
+  no memory.high: memory.soft_limit_in_bytes, which the kernel reads only when the whole host runs short (a
+  harm under a pod's shared limit is not one it acts on: docs/protect.md measures it).
+- **disk**: the guard (watch/handoff.py) engaged while any disk hold is: its policy caps the disk's users, and a
+  held culprit's cap is squeezed further by its level, geometrically from the policy's cap (or what it uses, where
+  the policy leaves it uncapped) down to SQUEEZE_LEAST of it: the policy keeps every lifeline, the hold answers for
+  a victim the policy's division leaves short (a 4 KiB reader beside a writer of 1 MiB blocks: docs/results/guard.md).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from ..cgroups import CgroupHost
+from ..guard.limiter import Limiter, read_setting
+from ..guard.targets import Resolved
+
+WEIGHT_UPTO = 0.5  # the levels a weight alone serves
+PRESS_WAIT = 0.1  # s/s: a held culprit waiting this long for a CPU per second would take it again
+MEM_PRESS = 0.9  # a held culprit at this share of its memory.high or more presses against it
+SQUEEZE_LEAST = 0.02  # a disk hold at level 1: the guard's cap on the culprit scaled by this
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One file a hold changed: what it read before and what it holds now (None: put back)."""
+
+    file: str
+    before: str | None
+    after: str | None
+
+
+def geometric(top: float, least: float, x: float) -> float:
+    """From top (x = 0) down to least (x = 1), geometrically."""
+    x = min(1.0, max(0.0, x))
+    return top * (least / top) ** x if top > least > 0 else least
+
+
+@dataclass
+class CpuActuator:
+    limiter: Limiter
+    host: CgroupHost
+    floor_cpus: float = 0.1
+    resource: str = "cpu"
+    # relpath -> (its weight, its CPUs, its CFS period in µs) when first held
+    base: dict[str, tuple[int, float, int]] = field(default_factory=dict)
+
+    def _files(self, rel: str) -> tuple[str, str, int, int]:
+        """(weight file, quota file, the weight's default, its least) on this cgroup's hierarchy."""
+        if self.host.cgroup(rel).control("cpu.weight").exists():
+            return "cpu.weight", "cpu.max", 100, 1
+        return "cpu.shares", "cpu.cfs_quota_us", 1024, 2
+
+    def apply(self, target: Resolved, level: float, sig: dict[str, float]) -> list[Setting]:
+        rel = target.relpath
+        wfile, qfile, default, least = self._files(rel)
+        if level <= 0:
+            self.base.pop(rel, None)
+            return [Setting(f, self.limiter.set_setting(rel, f, None), None) for f in (qfile, wfile)]
+        if rel not in self.base:
+            cg = self.host.cgroup(rel)
+            own, _ = cg.ceilings()
+            had = self.limiter.set_setting(rel, wfile, None)  # read, nothing set yet
+            # the CFS period it has: cpu.max's second field, v1's cpu.cfs_period_us
+            us = (read_setting(cg.control("cpu.max" if qfile == "cpu.max" else "cpu.cfs_period_us")) or "").split()
+            self.base[rel] = (int(had) if had and had.isdigit() else default, own or float(os.cpu_count() or 1),
+                              int(us[-1]) if us and us[-1].isdigit() else 100_000)
+        w0, cpus, period = self.base[rel]
+        weight = max(least, round(geometric(w0, least, level / WEIGHT_UPTO)))
+        out = [Setting(wfile, self.limiter.set_setting(rel, wfile, str(weight)), str(weight))]
+        if level <= WEIGHT_UPTO:
+            return out + [Setting(qfile, self.limiter.set_setting(rel, qfile, None), None)]
+        quota = max(self.floor_cpus, geometric(cpus, self.floor_cpus, (level - WEIGHT_UPTO) / (1 - WEIGHT_UPTO)))
+        text = f"{int(quota * period)} {period}" if qfile == "cpu.max" else str(int(quota * period))
+        return out + [Setting(qfile, self.limiter.set_setting(rel, qfile, text), text)]
+
+    def presses(self, target: Resolved, sig: dict[str, float]) -> bool:
+        """It waits for a CPU (or its quota stops it): released, it would take the CPU again."""
+        wait = sig.get("rq_delay", math.nan)
+        wait = wait if math.isfinite(wait) else sig.get("cpu_psi", math.nan)
+        return (math.isfinite(wait) and wait >= PRESS_WAIT) or sig.get("throttled", 0.0) >= 0.2
+
+
+@dataclass
+class MemoryActuator:
+    limiter: Limiter
+    host: CgroupHost
+    floor_bytes: int = 64 << 20
+    resource: str = "memory"
+    base: dict[str, float] = field(default_factory=dict)  # relpath -> its memory when first held
+    high: dict[str, int] = field(default_factory=dict)
+
+    def _file(self, rel: str) -> str:
+        return "memory.high" if self.host.cgroup(rel).control("memory.high").exists() else "memory.soft_limit_in_bytes"
+
+    def apply(self, target: Resolved, level: float, sig: dict[str, float]) -> list[Setting]:
+        rel, f = target.relpath, self._file(target.relpath)
+        mem = sig.get("mem", math.nan)
+        if level <= 0:
+            self.base.pop(rel, None)
+            self.high.pop(rel, None)
+            return [Setting(f, self.limiter.set_setting(rel, f, None), None)]
+        if rel not in self.base:
+            known = math.isfinite(mem) and mem > 0
+            self.base[rel] = mem if known else float(self.host.cgroup(rel).stats().memory_current)
+        top = max(self.floor_bytes, self.base[rel])
+        high = self.high[rel] = int(max(self.floor_bytes, top - level * (top - self.floor_bytes)))
+        return [Setting(f, self.limiter.set_setting(rel, f, str(high)), str(high))]
+
+    def presses(self, target: Resolved, sig: dict[str, float]) -> bool:
+        high = self.high.get(target.relpath)
+        return high is not None and sig.get("mem", 0.0) >= MEM_PRESS * high
+
+
+class DiskActuator:
+    """The guard as the disk's actuator: engaged while any disk hold is (its policy then caps the disk's users,
+    every container's lifeline kept), disengaged it sets nothing and learns the lifelines."""
+
+    resource = "disk"
+
+    def __init__(self, handoff=None):
+        self.handoff = handoff  # a started watch.handoff.GuardHandoff, its own latch unused; None: --dry-run
+        self.levels: dict[str, float] = {}
+
+    def apply(self, target: Resolved, level: float, sig: dict[str, float]) -> list[Setting]:
+        before = self.handoff.caps().get(target.name) if self.handoff is not None else None
+        if level > 0:
+            self.levels[target.name] = level
+        else:
+            self.levels.pop(target.name, None)
+        squeeze = geometric(1.0, SQUEEZE_LEAST, level)
+        if self.handoff is not None:
+            if level > 0:
+                self.handoff.guard.squeeze[target.name] = squeeze
+            else:
+                self.handoff.guard.squeeze.pop(target.name, None)
+            self.handoff.engaged = bool(self.levels)
+        return [Setting("io.max", _rate(before), f"the guard's cap × {squeeze:.2f}" if level > 0 else None)]
+
+    def presses(self, target: Resolved, sig: dict[str, float]) -> bool:
+        return self.handoff is not None and self.handoff.pressed(target.name)
+
+
+def _rate(x: float | None) -> str | None:
+    return None if x is None else f"{x / 1e6:.0f} MB/s"
