@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 from contend.cgroups import Limits
 
@@ -115,6 +116,9 @@ def test_protect_refuses_bad_options_with_one_line():
     one_line_exit_2(contend("watch", "--dry-run"), "--dry-run", "--protect")
     one_line_exit_2(contend("watch", "--protect", "--guard"), "--guard", "--protect")
     one_line_exit_2(contend("protect", "--memory-floor", "lots"), "--memory-floor")
+    one_line_exit_2(contend("protect", "--victims", "qos:Gold"), "--victims", "qos:Gold")
+    one_line_exit_2(contend("protect", "--victims", "web"), "--victims", "web")
+    one_line_exit_2(contend("watch", "--victims", "qos:Guaranteed"), "--victims", "--protect")
 
 
 @needs_root
@@ -159,13 +163,14 @@ def test_each_actuator_sets_its_files_on_a_real_cgroup_and_puts_them_back(boxes,
 
 @needs_root
 def test_a_protect_study_end_to_end_pairs_the_modes_and_protect_lifts_the_cpu_victim(tmp_path):
-    """kind: protect from the CLI: the cpu case under none, protect and fixed, and a control under protect; the
-    victim halved under none is whole under protect, protect acts only in the antagonist case, nothing is left."""
+    """kind: protect from the CLI: the cpu and network cases under none, protect and fixed, and a control under
+    protect; the victim halved under none is whole under protect, protect acts only in the antagonist cases (on
+    the network through its veth's shaping, the victim's rate known from what its agent sent), nothing is left."""
     import csv
     spec = tmp_path / "protect.yaml"
-    spec.write_text("kind: protect\nname: tiny-protect\nruntimes: [runc]\ncases: [cpu, own-quota]\n"
+    spec.write_text("kind: protect\nname: tiny-protect\nruntimes: [runc]\ncases: [cpu, network, own-quota]\n"
                     "repetitions: 1\ntrial: {baseline_s: 5, jitter_s: 1, attack_s: 8, tail_s: 1, period_s: 0.5}\n"
-                    "protect: {resources: [cpu]}\n")
+                    "protect: {resources: [cpu, network]}\n")
     out = tmp_path / "out"
     p = contend("run", str(spec), "--out", str(out), timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
@@ -174,7 +179,73 @@ def test_a_protect_study_end_to_end_pairs_the_modes_and_protect_lifts_the_cpu_vi
     assert rows[("cpu", "none", "isolation")] < 0.7, rows  # noisy takes half of the victim's two CPUs
     assert rows[("cpu", "protect", "isolation")] > rows[("cpu", "none", "isolation")] + 0.2, rows
     assert rows[("cpu", "protect", "actions")] >= 1 and rows[("own-quota", "protect", "control_actions")] == 0
+    assert rows[("network", "protect", "actions")] >= 1, rows
+    assert all(0 <= rows[("network", m, "isolation")] <= 1 for m in ("none", "protect", "fixed")), rows
     assert all(v == 0 for (c, m, k), v in rows.items() if k == "settings_left")
     assert ("own-quota", "none", "isolation") not in rows  # a control runs under protect alone
     assert (out / "protect-tables.md").exists() and (out / "report.html").exists()
     assert list((out / "figures").glob("protect-runc.cpu.protect.r1.png"))
+
+
+def _sink_rate(link, seconds: float) -> float:
+    """Bits/s the link's sink port sent on to the sink (what got through a tenant's shaping) over `seconds`."""
+    from contend.network import counter
+    a = counter(link.sink.host_dev, "tx_bytes")
+    time.sleep(seconds)
+    return (counter(link.sink.host_dev, "tx_bytes") - a) * 8 / seconds
+
+
+@needs_root
+def test_the_network_actuator_shapes_what_a_culprit_sends_at_its_veth_and_a_dead_ones_shape_is_put_back(
+        boxes, tmp_path):  # noqa: F811
+    """A culprit in a namespace of contend's link sends as fast as TCP goes: held at level 0.5 (10 Mbit/s, from
+    the 100 it was sending down to a floor of 1) the sink gets about 10; a dry run computes it and shapes
+    nothing; given back, its veth has no ingress qdisc and the IFB is gone; a protect that dies holding one
+    leaves a state entry that clean's path puts back."""
+    import uuid
+
+    from contend.cgroups import detect
+    from contend.guard import limiter as guard_limiter
+    from contend.guard.limiter import Limiter
+    from contend.guard.targets import Resolved
+    from contend.network import SINK_IP, Link, shaped
+    from contend.protect.actuators import NetworkActuator
+    host = detect()
+    link = Link(uuid.uuid4().hex[:8], 1e9, {"culprit": None}).up()
+    try:
+        port = link.ports["culprit"]
+        box = boxes("culprit")
+        send = ("import socket, time\ns = socket.create_connection(('%s', %d))\nb = bytes(1 << 16)\n"
+                "end = time.time() + 40\nwhile time.time() < end: s.sendall(b)\n") % (SINK_IP, port.server_port)
+        box.run("ip", "netns", "exec", port.netns, "python3", "-c", send)
+        time.sleep(1)
+        free = _sink_rate(link, 1.5)
+        assert free > 100e6, free  # unshaped, well above the rate it will be held to
+        target = Resolved(box.name, box.name)
+        sig = {"net_bytes": 100e6 / 8}
+        dry = NetworkActuator(Limiter(host, dry_run=True, state_dir=tmp_path), host, floor_bps=1e6)
+        planned = dry.apply(target, 0.5, sig)
+        assert [s.file for s in planned] == [f"tc {port.host_dev}"] and planned[0].after == "10.0 Mbit/s"
+        assert not shaped(port.host_dev)  # a dry run shapes nothing
+        lim = Limiter(host, state_dir=tmp_path)
+        net = NetworkActuator(lim, host, floor_bps=1e6)
+        assert net.apply(target, 0.5, sig) == planned
+        assert shaped(port.host_dev) and lim.state_file.exists()
+        time.sleep(1)
+        held = _sink_rate(link, 3)
+        assert 3e6 < held < 13e6, held
+        assert net.presses(target, {"net_bytes": held / 8})
+        net.apply(target, 0.0, sig)
+        assert not shaped(port.host_dev) and not list(Path("/sys/class/net").glob("contendq*"))
+        # a protect killed holding it: its lock gone, its state is a leftover, and clean's path puts it back
+        dead = Limiter(host, state_dir=tmp_path)
+        NetworkActuator(dead, host, floor_bps=1e6).apply(target, 1.0, sig)
+        assert shaped(port.host_dev)
+        os.close(dead._lock)  # what the kernel does to a SIGKILLed one's flock
+        found = [(f, e) for f, e in guard_limiter.leftovers(tmp_path) if e and e["kind"] == "shape"]
+        assert [(e["cgroup"], e["device"]) for _, e in found] == [(box.name, port.host_dev)]
+        guard_limiter.remove_leftover(host, *found[0])
+        assert not shaped(port.host_dev) and not list(Path("/sys/class/net").glob("contendq*"))
+        assert _sink_rate(link, 1.5) > 50e6  # it sends freely again
+    finally:
+        link.down()

@@ -112,3 +112,50 @@ def test_a_hold_tightens_until_its_victim_is_back_at_its_baseline_not_only_under
     out = m.step(1.0, [], {("cpu", "n"): True}, {("v", "cpu")})
     assert [(c.before, c.after, c.why) for c in out] == [(0.25, 0.5, "tighten")]
     assert m.step(2.0, [], {("cpu", "n"): True}, set()) == []  # back: held where it is
+
+
+def test_a_hold_waits_while_its_victims_symptom_is_coming_back_and_tightens_once_it_stalls():
+    """A tightening is judged once its effect shows: the period after one, the victim's round trips fell from 21.8
+    to 6.9 ms (a third: coming back) and the hold stays; flat, or rising again, it tightens."""
+    m = ProtectModel(confirm_s=0.0, gain=0.25)
+    sev = [10.9, 3.45, 3.4, 3.6]  # over the symptom's floor, period by period
+    out = [m.step(float(i), [blame()], {}, {("v", "cpu")}, {("v", "cpu"): s}) for i, s in enumerate(sev)]
+    assert [[c.after for c in o] for o in out] == [[0.25], [], [0.5], [0.75]]
+    # a hold for two victims waits only while both come back
+    m = ProtectModel(confirm_s=0.0, gain=0.25)
+    two = [blame(victim="v"), blame(victim="w")]
+    m.step(0.0, two, {}, (), {("v", "cpu"): 10.0, ("w", "cpu"): 10.0})
+    assert [c.after for c in m.step(1.0, two, {}, (), {("v", "cpu"): 2.0, ("w", "cpu"): 9.0})] == [0.5]
+    assert m.step(2.0, two, {}, (), {("v", "cpu"): 1.0, ("w", "cpu"): 3.0}) == []
+    # without readings (a caller that gives none) nothing is coming back: as before
+    m = ProtectModel(confirm_s=0.0, gain=0.25)
+    assert [c.after for o in run(m, [[blame()]] * 3) for c in o] == [0.25, 0.5, 0.75]
+
+
+def test_with_a_victim_class_only_its_members_are_protected_and_they_are_never_held():
+    """Two pods harm each other on CPU: without a class the first hold made wins (the no-cycle rule then keeps
+    the other from being held), and that can be the latency pod's; with `api` the class, only zbatch's blame on
+    api is acted on, and api is never held for zbatch's harm."""
+    both = [blame(victim="api", culprits=(("zbatch", 0.9),)), blame(victim="zbatch", culprits=(("api", 0.8),))]
+    m = ProtectModel(confirm_s=0.0)
+    m.step(0.0, both, {})
+    assert set(m.levels()) == {("cpu", "api")}  # held for zbatch's harm: the wrong one
+    m = ProtectModel(confirm_s=0.0)
+    for i in range(3):
+        m.step(float(i), both, {}, victims={"api"})
+    assert set(m.levels()) == {("cpu", "zbatch")} and m.holds[("cpu", "zbatch")].victims == ("api",)
+    m = ProtectModel(confirm_s=0.0)
+    assert m.step(0.0, [blame(victim="other", culprits=(("zbatch", 1.0),))], {}, victims={"api"}) == []  # not in it
+
+
+def test_a_culprit_is_held_only_for_a_part_of_the_harm_the_watch_would_count_on_its_own():
+    """harmony, runc, 2026-12-07: the victim's run-queue wait rose to 0.42 s/s (4.2 of CPU's 0.1 floor), the host
+    took 0.52 of it and noisy 0.21: noisy's part, 0.9 of a floor, is not one to hold it for. The cpu case's noisy
+    (the whole of a 1 s/s wait, 10 floors) and a second antagonist with 0.3 of it (3) are."""
+    small = Blame("v", "cpu", "blame", (("host", 0.52), ("noisy", 0.214)), True, severity=4.24)
+    m = ProtectModel(confirm_s=0.0)
+    assert run(m, [[small]] * 3) == [[], [], []] and m.holds == {}
+    big = Blame("v", "cpu", "blame", (("noisy", 0.7), ("noisy2", 0.3)), True, severity=10.0)
+    m = ProtectModel(confirm_s=0.0)
+    run(m, [[big]])
+    assert set(m.levels()) == {("cpu", "noisy"), ("cpu", "noisy2")}

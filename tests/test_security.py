@@ -374,6 +374,10 @@ def test_a_forged_guard_state_is_dropped_never_acted_on(cg):
         "bad-latency-target": {"latency_targets": [{"cgroup": g.relpath, "device": dev, "original": "5000 x"}]},
         "bad-iocost": {"iocost": [{"cgroup": "", "device": dev, "original": {"enable": "1 rpct=99"}}]},
         "iocost-of-a-cgroup": {"iocost": [{"cgroup": g.relpath, "device": dev, "original": None}]},
+        # a shape's device is an interface's name and its original an IFB of contend's: nothing else is deleted
+        "shape-of-a-path": {"shapes": [{"cgroup": g.relpath, "device": "../eth0", "original": "contendqabcdef"}]},
+        "shape-of-a-foreign-link": {"shapes": [{"cgroup": g.relpath, "device": "eth0", "original": "docker0"}]},
+        "shape-of-a-newline": {"shapes": [{"cgroup": g.relpath, "device": "eth0\nlo", "original": "contendqabcdef"}]},
         "not-json": "{",
     }
     files = [GUARD_STATE / f"sectest-{uuid.uuid4().hex[:6]}-{k}.json" for k in forged]
@@ -387,6 +391,7 @@ def test_a_forged_guard_state_is_dropped_never_acted_on(cg):
         assert not any(f.exists() for f in files)
         assert list(outside.iterdir()) == [] and not g.io_limits() and not g.io_weights()
         assert scheduler.current(dev) == own  # no forged scheduler switched to
+        assert "docker0" not in dry.stdout and Path("/sys/class/net/lo").exists()
     finally:
         for f in files:
             f.unlink(missing_ok=True)

@@ -608,3 +608,15 @@ def test_a_container_held_by_its_own_quota_still_learns_its_disk_and_is_blamed_f
         frames.append(Frame(float(i + 1), 1.0, {"victim": v, "noisy": n}, {}, {}))
     ev = blames(run(frames))
     assert ("victim", "cpu", "self", "victim") in ev and ("victim", "disk", "blame", "noisy") in ev, ev
+
+
+def test_the_severity_of_each_symptom_is_its_worst_signal_over_that_signals_floor_every_frame():
+    """What contend protect reads to see a victim coming back: this frame's worst symptom over its floor (the
+    network's round trips over 2 ms, its retransmissions over 0.5 %), for every container read, harmed or not."""
+    d = Detector()
+    calm = {"victim": {"net_bytes": 15e6, "net_retrans": 0.0, "net_rtt_ms": 0.02, "cpu": 0.2, "rq_delay": 0.05}}
+    d.step(Frame(1.0, 1.0, calm, {}, {}))
+    assert d.severity[("victim", "network")] == pytest.approx(0.01)
+    assert d.severity[("victim", "cpu")] == pytest.approx(0.5)
+    d.step(Frame(2.0, 1.0, {"victim": {**calm["victim"], "net_rtt_ms": 21.8, "net_retrans": 0.02}}, {}, {}))
+    assert d.severity[("victim", "network")] == pytest.approx(10.9)

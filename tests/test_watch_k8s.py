@@ -403,3 +403,44 @@ def test_a_read_only_mount_of_the_cri_socket_still_creates_a_pod(node, tmp_path)
                 if x.metadata.namespace == "attack":
                     node.cri.call("StopPodSandbox", api.StopPodSandboxRequest(pod_sandbox_id=x.id))
                     node.cri.call("RemovePodSandbox", api.RemovePodSandboxRequest(pod_sandbox_id=x.id))
+
+
+@needs_root
+def test_protect_with_a_victim_class_by_label_and_qos_holds_the_besteffort_pod_for_the_labelled_one(node, pods):
+    """Issue 96: the victim class chosen by a pod's label (through the CRI) or QoS class. web (burstable, labelled
+    tier=latency) is in the class by its label, dns (guaranteed) by its QoS; the batch pod's hog is held back on
+    CPU for web's harm, by the name the watch gives it, and its weight is put back when protect stops."""
+    tag = uuid.uuid4().hex[:6]
+    web = pods("shop", f"web-{tag}", qos="burstable", labels={"tier": "latency"})
+    etl = pods("batch", f"etl-{tag}", qos="besteffort")
+    dns = pods("kube-system", f"dns-{tag}", qos="guaranteed")
+    node.run(dns, "dns", ["/usr/bin/sleep", "40"])
+    node.run(web, "app", ["/usr/bin/stress-ng", "--cpu", "2", "--timeout", "24"])
+    host = detect()
+    proc = subprocess.Popen([*CONTEND, "protect", "-t", "k8s:", "--cri", node.endpoint, "--victims",
+                             "k8s:label=tier=latency", "--victims", "qos:Guaranteed", "--resource", "cpu", "--json",
+                             "--duration", "18", "--metrics", "off", "--period", "0.5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    weights = []
+    try:
+        time.sleep(6)
+        cid = node.run(etl, "hog", ["/usr/bin/stress-ng", "--cpu", "2", "--timeout", "14"])
+        cg = host.cgroup(f"{etl.cgroup}/{cid}")
+        wf = "cpu.weight" if cg.control("cpu.weight").exists() else "cpu.shares"
+        before = cg.control(wf).read_text()
+        while proc.poll() is None:
+            if cg.exists():
+                weights.append(cg.control(wf).read_text())
+            time.sleep(0.25)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    acts = [json.loads(ln) for ln in err.splitlines() if ln.startswith("{")]
+    acts = [a for a in acts if a["event"] == "protect"]
+    assert acts, err[-3000:]
+    assert {a["culprit"] for a in acts} == {f"batch/etl-{tag}/hog"}, acts
+    assert all(a["victims"] == [f"shop/web-{tag}/app"] for a in acts if a["action"] == "tighten"), acts
+    assert any(w != before for w in weights), weights  # held while it ran
+    assert not cg.exists() or cg.control(wf).read_text() == before  # put back when protect stopped

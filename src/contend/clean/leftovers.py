@@ -105,8 +105,9 @@ def find(host: CgroupHost | None = None) -> list[Leftover]:
     for item in found:
         item.owner = who.get(item.key) if item.key else None
     # caps, BFQ weights and disk schedulers of a guard that was killed (SIGKILL, a crash), settings of a killed
-    # contend protect (cpu.shares, memory.high...): restore what was there
-    found += [Leftover(("protect setting" if e["kind"] == "setting" else f"guard {e['kind']}") if e else "guard cap",
+    # contend protect (cpu.shares, memory.high..., a veth's shaping): restore what was there
+    found += [Leftover((f"protect {e['kind']}" if e["kind"] in guard_limiter.NAMED_KINDS else f"guard {e['kind']}")
+                       if e else "guard cap",
                        f"{e['cgroup']} {e['device']}".strip() if e else str(f),
                        partial(guard_limiter.remove_leftover, host, f, e)) for f, e in guard_limiter.leftovers()]
     return found

@@ -25,7 +25,10 @@ from pathlib import Path
 from ..cgroups import CgroupHost, IoLimit, Limits
 from ..cgroups.base import WEIGHT_MAX, write
 from ..diskuse import MIN_CAP, cap_ios
+from ..failures import Failure
 from ..hostlock import held
+from ..network.shape import IFB_NAME, IFNAME, new_ifb, unshape
+from ..network.shape import shape as shape_dev
 from ..paths import STATE
 from . import scheduler
 
@@ -48,7 +51,7 @@ def _tighter(a: int | None, b: int | None) -> int | None:
 # what a guard may change, in the order it is put back: a cgroup's caps and weights before a disk's scheduler
 # (BFQ's weights go with it) and io.cost; each with the key of its list in the state file
 KINDS = {"cap": "caps", "weight": "weights", "cost-weight": "cost_weights", "latency-target": "latency_targets",
-         "setting": "settings", "scheduler": "schedulers", "iocost": "iocost"}
+         "setting": "settings", "shape": "shapes", "scheduler": "schedulers", "iocost": "iocost"}
 DISK_KINDS = ("scheduler", "iocost")  # a disk's, not a cgroup's
 CGROUP_KINDS = tuple(k for k in KINDS if k not in DISK_KINDS)
 # a weight's kind -> the mechanism that reads it (io.latency's "weight": its target, µs)
@@ -59,6 +62,9 @@ KIND_OF = {m: k for k, m in MECHANISM.items()}
 SETTINGS = ("cpu.weight", "cpu.shares", "cpu.max", "cpu.cfs_quota_us", "memory.high", "memory.soft_limit_in_bytes",
             "memory.low")
 SETTING_VALUE = re.compile(r"^(max|-1|[0-9]{1,20})( [0-9]{1,10})?$")
+# contend protect's network holds: a "shape" entry's device is the culprit's veth (its host side), its original
+# the IFB contend made for it (network/shape.py): putting it back deletes what shaping added, nothing was there
+NAMED_KINDS = ("setting", "shape")  # kinds whose "device" is a name, not a disk's major:minor
 
 
 class Limiter:
@@ -174,6 +180,22 @@ class Limiter:
             self._save()
         return now
 
+    def set_shape(self, relpath: str, dev: str, bps: float | None) -> None:
+        """What a cgroup's container sends through its veth `dev` held to `bps` bits/s (None: as it was); the IFB
+        it goes through noted first, in the state file."""
+        key = (relpath, dev)
+        if not IFNAME.fullmatch(dev):
+            raise ValueError(f"{relpath}: not a device contend shapes: {dev!r}")
+        if self.dry_run or (bps is None and key not in self.held["shape"]):
+            return
+        if bps is None:
+            unshape(dev, self.held["shape"].pop(key))  # type: ignore[arg-type]
+            self._save()
+            return
+        if key not in self.held["shape"]:
+            self._take_over("shape", relpath, dev, new_ifb)
+        shape_dev(dev, self.held["shape"][key], bps)  # type: ignore[arg-type]
+
     def release(self, relpath: str, device: str) -> None:
         """Put back what this guard changed on one cgroup's use of a disk (its cap and weight)."""
         key = (relpath, device)
@@ -192,7 +214,7 @@ class Limiter:
         for rel, dev in {k for kind in CGROUP_KINDS for k in self.held[kind]}:
             try:
                 self.release(rel, dev)
-            except OSError:  # the cgroup is gone, and its caps and weights with it
+            except (OSError, Failure):  # the cgroup is gone, and its caps and weights with it (a veth, its shape)
                 for kind in CGROUP_KINDS:
                     self.held[kind].pop((rel, dev), None)
         for kind in DISK_KINDS:  # after the weights: BFQ's go with it
@@ -258,6 +280,8 @@ def put_back(host: CgroupHost, kind: str, relpath: str, device: str, original) -
     elif kind == "iocost":
         if host.unified is not None and (host.unified / "io.cost.qos").exists():
             scheduler.set_iocost(device, host.unified, original)
+    elif kind == "shape":
+        unshape(device, original)
     elif kind == "setting":
         cg = host.cgroup(relpath)
         if cg.exists() and original is not None:
@@ -295,6 +319,8 @@ def _original_ok(kind: str, dev: str, o) -> bool:
         return isinstance(o, str) and bool(SCHEDULER_NAME.fullmatch(o))
     if kind == "setting":
         return dev in SETTINGS and isinstance(o, str) and bool(SETTING_VALUE.fullmatch(o))
+    if kind == "shape":
+        return bool(IFNAME.fullmatch(dev)) and isinstance(o, str) and bool(IFB_NAME.fullmatch(o))
     if o is None:
         return True
     if kind in MECHANISM:
@@ -312,7 +338,7 @@ def _entry(raw, kind: str = "cap") -> dict:
     dropped, never acted on."""
     try:
         rel, dev, o = raw["cgroup"], raw["device"], raw.get("original")
-        if not (isinstance(rel, str) and isinstance(dev, str) and (DEVICE.fullmatch(dev) or kind == "setting")) \
+        if not (isinstance(rel, str) and isinstance(dev, str) and (DEVICE.fullmatch(dev) or kind in NAMED_KINDS)) \
                 or ".." in Path(rel).parts:
             return {}
         if (kind in DISK_KINDS) == bool(rel.strip("/")) or not _original_ok(kind, dev, o):

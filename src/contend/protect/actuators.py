@@ -12,6 +12,10 @@ before the first write and put back on exit, and `contend clean` puts back what 
   reclaims its pages (its page cache first) and slows its allocations, and never OOM-kills for it. Cgroup v1 has
   no memory.high: memory.soft_limit_in_bytes, which the kernel reads only when the whole host runs short (a
   harm under a pod's shared limit is not one it acts on: docs/protect.md measures it).
+- **network**: what the culprit sends, shaped on the host side of its veth (network/shape.py: an ingress
+  redirect to an IFB of contend's, a token bucket there), geometrically from the rate it sent when first held
+  down to the operator's floor: for a container with a veth of its own (contend's link, an engine's bridge), never
+  one on the host's network.
 - **disk**: the guard (watch/handoff.py) engaged while any disk hold is: its policy caps the disk's users, and a
   held culprit's cap is squeezed further by its level, geometrically from the policy's cap (or what it uses, where
   the policy leaves it uncapped) down to SQUEEZE_LEAST of it: the policy keeps every lifeline, the hold answers for
@@ -30,6 +34,7 @@ from ..guard.targets import Resolved
 WEIGHT_UPTO = 0.5  # the levels a weight alone serves
 PRESS_WAIT = 0.1  # s/s: a held culprit waiting this long for a CPU per second would take it again
 MEM_PRESS = 0.9  # a held culprit at this share of its memory.high or more presses against it
+NET_PRESS = 0.8  # a held culprit sending at this share of its rate or more presses against it
 SQUEEZE_LEAST = 0.02  # a disk hold at level 1: the guard's cap on the culprit scaled by this
 
 
@@ -122,6 +127,58 @@ class MemoryActuator:
     def presses(self, target: Resolved, sig: dict[str, float]) -> bool:
         high = self.high.get(target.relpath)
         return high is not None and sig.get("mem", 0.0) >= MEM_PRESS * high
+
+
+@dataclass
+class NetworkActuator:
+    limiter: Limiter
+    host: CgroupHost
+    floor_bps: float = 1e6
+    resource: str = "network"
+    devs: dict[str, list[str]] = field(default_factory=dict)  # relpath -> its veths' host sides, when first held
+    base: dict[str, float] = field(default_factory=dict)  # relpath -> the bits/s it sent when first held
+    rate: dict[str, float] = field(default_factory=dict)  # relpath -> the bits/s it is held to now
+
+    def _veths(self, rel: str) -> list[str]:
+        from ..network import peers
+        for pid in self.host.cgroup(rel).members():
+            try:
+                found = peers(pid)
+            except OSError:
+                continue  # it ended: the next one
+            if found:
+                return found
+        raise ValueError("it has no veth of its own on the host (it shares the host's network, or its link is no "
+                         "veth): never touched")
+
+    def apply(self, target: Resolved, level: float, sig: dict[str, float]) -> list[Setting]:
+        rel = target.relpath
+        before = _bits(self.rate.get(rel))
+        if level <= 0:
+            self.base.pop(rel, None)
+            self.rate.pop(rel, None)
+            devs = self.devs.pop(rel, [])
+            for dev in devs:
+                self.limiter.set_shape(rel, dev, None)
+            return [Setting(f"tc {dev}", before, None) for dev in devs]
+        if rel not in self.devs:
+            self.devs[rel] = self._veths(rel)
+        if rel not in self.base:
+            sent = sig.get("net_bytes", math.nan) * 8
+            self.base[rel] = sent if math.isfinite(sent) and sent > self.floor_bps else 1e9
+        bps = self.rate[rel] = max(self.floor_bps, geometric(self.base[rel], self.floor_bps, level))
+        for dev in self.devs[rel]:
+            self.limiter.set_shape(rel, dev, bps)
+        return [Setting(f"tc {dev}", before, _bits(bps)) for dev in self.devs[rel]]
+
+    def presses(self, target: Resolved, sig: dict[str, float]) -> bool:
+        rate = self.rate.get(target.relpath)
+        sent = sig.get("net_bytes", math.nan) * 8
+        return rate is not None and math.isfinite(sent) and sent >= NET_PRESS * rate
+
+
+def _bits(x: float | None) -> str | None:
+    return None if x is None else f"{x / 1e6:.1f} Mbit/s"
 
 
 class DiskActuator:

@@ -8,6 +8,7 @@ resource the operator asked for. A culprit the watch blames that is not one is s
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -21,10 +22,10 @@ from ..guard.targets import Resolved
 from ..terminal import plain
 from ..watch.detector import Detector
 from ..watch.signals import Frame
-from .actuators import CpuActuator, DiskActuator, MemoryActuator, Setting
+from .actuators import CpuActuator, DiskActuator, MemoryActuator, NetworkActuator, Setting
 from .model import Blame, Change, ProtectModel
 
-RESOURCES = ("cpu", "memory", "disk")  # what protect acts on today (network: docs/protect.md says why not yet)
+RESOURCES = ("cpu", "memory", "disk", "network")
 
 
 class Protector:
@@ -51,10 +52,12 @@ class Protector:
     def blames(detector: Detector) -> list[Blame]:
         """The model's view of the verdicts standing now (whether each victim's symptom is back at its baseline)."""
         return [Blame(v.victim, v.resource, v.kind, tuple((c, x) for c, x in v.culprits),
-                      suffering=(v.victim, v.resource) in detector.unsettled) for v in detector.verdicts()]
+                      suffering=(v.victim, v.resource) in detector.unsettled,
+                      severity=detector.severity.get((v.victim, v.resource), math.inf)) for v in detector.verdicts()]
 
-    def update(self, frame: Frame, detector: Detector) -> list[dict]:
-        """One period: the model stepped on the verdicts, its changes made settings; the actions taken."""
+    def update(self, frame: Frame, detector: Detector, victims: set[str] | None = None) -> list[dict]:
+        """One period: the model stepped on the verdicts, its changes made settings; the actions taken (victims:
+        the victim class's members now, None for no class)."""
         targets = self.source()
         presses = {}
         for (res, culprit), h in self.model.holds.items():
@@ -62,7 +65,8 @@ class Protector:
             if t is not None and act is not None and h.level > 0:
                 presses[(res, culprit)] = act.presses(t, frame.containers.get(culprit, {}))
         done = []
-        for ch in self.model.step(frame.t, self.blames(detector), presses, detector.unsettled):
+        for ch in self.model.step(frame.t, self.blames(detector), presses, detector.unsettled, detector.severity,
+                                  victims):
             a = self._act(frame, ch, targets)
             if a is not None:
                 done.append(a)
@@ -155,7 +159,7 @@ class Protector:
 
 def build(host: CgroupHost, source: Callable[[], dict[str, Resolved]], resources: tuple[str, ...],
           model: ProtectModel, handoff=None, dry_run: bool = False, floor_cpus: float = 0.1,
-          floor_bytes: int = 64 << 20, log: TextIO | None = sys.stderr,
+          floor_bytes: int = 64 << 20, floor_bps: float = 1e6, log: TextIO | None = sys.stderr,
           registry: CollectorRegistry | None = None) -> Protector:
     """A Protector with an actuator for each resource asked (disk: the guard's hand-off given)."""
     limiter = Limiter(host, dry_run=dry_run)
@@ -166,5 +170,7 @@ def build(host: CgroupHost, source: Callable[[], dict[str, Resolved]], resources
         acts["memory"] = MemoryActuator(limiter, host, floor_bytes)
     if "disk" in resources:
         acts["disk"] = DiskActuator(handoff)
+    if "network" in resources:
+        acts["network"] = NetworkActuator(limiter, host, floor_bps)
     model.resources = tuple(resources)
     return Protector(host, source, model, acts, dry_run=dry_run, log=log, registry=registry, limiter=limiter)

@@ -3,31 +3,41 @@
 A *hold* is how hard one culprit is held back on one resource: its level, from 0 (untouched) to 1 (the
 strongest setting its actuator may make, the operator's floor). Every period, per (resource, culprit):
 
-1. **Blame.** The watch's blames that name it (a verdict of kind `blame`, the culprit's share of the victim's
-   harm at least MIN_SHARE) give its share now: the largest over its victims. Never a control: `self` and
-   `unattributed` verdicts name no culprit to hold, and `host`, `writeback`, `steal` and nothing are never held.
+1. **Blame.** The watch's blames that name it give its share now: the largest over its victims. A blame counts
+   where the verdict is of kind `blame` and the culprit's *part* of the harm is a harm the watch would count on
+   its own: its share (at least MIN_SHARE) times the victim's symptom over that symptom's floor (`severity`:
+   0.42 s/s of run-queue wait over CPU's 0.1 is 4.2) at least MIN_PART. A culprit with a fifth of a small harm
+   is not held for it. Never a control: `self` and `unattributed` verdicts name no culprit to hold, and `host`,
+   `writeback`, `steal` and nothing are never held.
 2. **Latch** (one rule for every resource, and `watch --guard`'s): engaged from the moment a blame has lasted
    `confirm_s`, kept while such a blame holds and, after it, while the held culprit presses against what it
    was left (its actuator says: it waits for CPU, it sits at its memory.high, it uses almost all of its disk
    cap or rate: it would hurt again without the hold), until `release_s` have passed with neither.
 3. **Level.** While engaged and a victim's symptom is not back at its baseline (above the detector's threshold or
    half-way there: `Detector.unsettled`, whether its verdict still stands or cleared under the threshold), the
-   level rises by `gain` × share: held back in proportion to the blame, until the symptom is back. Released, it
+   level rises by `gain` × share: held back in proportion to the blame, until the symptom is back. A held
+   culprit's victims whose symptoms are *coming back* (each fell to `coming` of the period before's, or
+   below: `Detector.severity`) do not raise it that period: a tightening is judged once its effect shows, not
+   on a period whose signal still carries the harm it is lifting (a round trip coming down, a run queue
+   draining). Released, it
    falls by `give` each period (given back step by step; a harm that returns pauses it and, once it lasted, is
    gripped again from the level reached), and at 0 the actuator puts back what was there.
 4. **No cycle.** A container protected on a resource (a victim some hold on it serves) is never held on it,
    and a held container is not protected on that resource: the harm its hold brings it is the hold's point.
+5. **A victim class** (the operator's, where given: `--victims`, a label or a pod's QoS class): only its members
+   are protected, and they are never held; everyone else may be held, never protected.
 
 An actuator maps a level to its settings (protect/actuators.py); the model never sees a cgroup.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 NEVER_HELD = frozenset({"host", "writeback", "steal", ""})  # the watch's names for what is no container
 MIN_SHARE = 0.1  # a culprit with less of a victim's harm is not held for it
+MIN_PART = 1.0  # nor one whose share of it is less than one floor of the symptom (its share × severity)
 EPS = 1e-6
 
 
@@ -40,6 +50,7 @@ class Blame:
     kind: str  # blame | self | unattributed
     culprits: tuple[tuple[str, float], ...]
     suffering: bool = True  # its symptom not back at its baseline this frame (the verdict may stand longer, or not)
+    severity: float = math.inf  # its symptom over that symptom's floor this frame (inf: not read)
 
 
 @dataclass
@@ -97,35 +108,52 @@ class ProtectModel:
     release_s: float = 10.0
     gain: float = 0.25  # level per period at a share of 1 while a victim suffers
     give: float = 0.1  # level given back per period once released
+    coming: float = 2 / 3  # a victim's symptom at this share of the period before's, or below: coming back
     resources: tuple[str, ...] = ("cpu", "memory", "disk", "network")
     holds: dict[tuple[str, str], Hold] = field(default_factory=dict)
+    severity: dict[tuple[str, str], float] = field(default_factory=dict)  # the period before's, per (victim, resource)
 
     def protected(self, resource: str) -> set[str]:
         """The victims the holds on a resource serve now."""
         return {v for (r, _), h in self.holds.items() if r == resource and h.level > 0 for v in h.victims}
 
-    def blamed(self, blames: Iterable[Blame]) -> dict[tuple[str, str], tuple[float, bool, tuple[str, ...]]]:
+    def blamed(self, blames: Iterable[Blame], victims: Collection[str] | None = None) \
+            -> dict[tuple[str, str], tuple[float, bool, tuple[str, ...]]]:
         """(resource, culprit) -> (its largest share, whether a victim suffers now, its victims), from the blames
-        the model may act on: never a control's, never a held container's own (rule 4)."""
+        the model may act on: never a control's, never a held container's own (rule 4), with a victim class only
+        its members' against the others (rule 5)."""
         out: dict[tuple[str, str], tuple[float, bool, tuple[str, ...]]] = {}
         for b in blames:
-            if b.kind != "blame" or b.resource not in self.resources:
+            outside = victims is not None and b.victim not in victims
+            if b.kind != "blame" or b.resource not in self.resources or outside:
                 continue
             held = self.holds.get((b.resource, b.victim))
             if held is not None and held.level > 0:
                 continue  # the harm a hold brings its culprit is not a blame to act on
             for c, share in b.culprits:
-                if c in NEVER_HELD or c == b.victim or share < MIN_SHARE:
+                if c in NEVER_HELD or c == b.victim or share < MIN_SHARE or share * b.severity < MIN_PART or \
+                        (victims is not None and c in victims):
                     continue
                 was = out.get((b.resource, c), (0.0, False, ()))
                 out[(b.resource, c)] = (max(was[0], share), was[1] or b.suffering, (*was[2], b.victim))
         return out
 
+    def coming_back(self, h: Hold, severity: Mapping[tuple[str, str], float]) -> bool:
+        """Every victim the hold serves has its symptom falling fast: the hold's last change is still showing."""
+        fell = [severity[(v, h.resource)] <= self.coming * self.severity[(v, h.resource)]
+                for v in h.victims if (v, h.resource) in severity and (v, h.resource) in self.severity]
+        return h.level > 0 and bool(fell) and all(fell)
+
     def step(self, t: float, blames: Iterable[Blame], presses: dict[tuple[str, str], bool],
-             unsettled: Collection[tuple[str, str]] = ()) -> list[Change]:
+             unsettled: Collection[tuple[str, str]] = (),
+             severity: Mapping[tuple[str, str], float] | None = None,
+             victims: Collection[str] | None = None) -> list[Change]:
         """One period: every hold's latch and level moved; the changes, in order. unsettled: the (victim, resource)
-        whose symptom is not back at its baseline this frame (a hold whose blame cleared still tightens for them)."""
-        now = self.blamed(blames)
+        whose symptom is not back at its baseline this frame (a hold whose blame cleared still tightens for them);
+        severity: how far each (victim, resource)'s symptom is above its floor this frame (none: never coming back);
+        victims: the victim class (None: none given)."""
+        severity = severity if severity is not None else {}
+        now = self.blamed(blames, victims)
         changes = []
         for key in sorted(set(now) | set(self.holds)):
             res, culprit = key
@@ -138,7 +166,7 @@ class ProtectModel:
             before, why = h.level, ""
             # its blame cleared (under the detector's threshold) while a victim it was held for is not back yet
             still = h.level > 0 and not share and any((v, res) in unsettled for v in h.victims)
-            if engaged and ((h.latch.confirmed(t) and suffering) or still):
+            if engaged and ((h.latch.confirmed(t) and suffering) or still) and not self.coming_back(h, severity):
                 h.level = min(1.0, h.level + self.gain * (share or h.share))
                 if share:
                     h.share, h.victims = share, victims
@@ -153,6 +181,7 @@ class ProtectModel:
                                       h.victims))
             if h.level == 0.0 and not engaged and h.latch.first is None:
                 del self.holds[key]
+        self.severity = dict(severity)
         return changes
 
     def levels(self) -> dict[tuple[str, str], float]:

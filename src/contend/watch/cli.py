@@ -80,11 +80,16 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                                                 "resource it is blamed for, in proportion to its "
                                                                 "share, until its victim is whole; every setting "
                                                                 "put back when it stops."),
-          resource: list[str] = typer.Option([], "--resource", metavar="cpu|memory|disk",
+          resource: list[str] = typer.Option([], "--resource", metavar="cpu|memory|disk|network",
                                              help="With --protect: a resource it acts on (repeatable; default: "
-                                                  "cpu, memory and disk)."),
+                                                  "all four)."),
           dry_run: bool = typer.Option(False, "--dry-run", help="With --protect: log what it would set, set "
                                                                 "nothing."),
+          victims: list[str] = typer.Option([], "--victims", metavar="SELECTOR",
+                                            help="With --protect: the victim class (repeatable): only these are "
+                                                 "protected, and they are never held; the rest may be held. A "
+                                                 "selector as -t's (k8s:label=tier=latency, docker:web) or a pod's "
+                                                 "QoS class, qos:Guaranteed|Burstable|BestEffort. Default: anyone."),
           confirm: float = typer.Option(1.0, min=0, max=60, metavar="S",
                                         help="With --protect: seconds a blame must last before any action."),
           release: float = typer.Option(10.0, min=0, max=3600, metavar="S",
@@ -93,7 +98,10 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
           cpu_floor: float = typer.Option(0.1, min=0.01, metavar="CPUS",
                                           help="With --protect: the least CPU quota it leaves a culprit."),
           memory_floor: str = typer.Option("64M", metavar="SIZE",
-                                           help="With --protect: the least memory.high it leaves a culprit.")):
+                                           help="With --protect: the least memory.high it leaves a culprit."),
+          net_floor: float = typer.Option(1.0, min=0.01, metavar="MBIT",
+                                          help="With --protect: the least rate (Mbit/s) it leaves what a culprit "
+                                               "sends.")):
     """Who hurts whom on this host, now: every period, each watched container's symptoms (run-queue delay,
     pressure, its own throttling, its disk's latency) against its own baseline, and a blame when a neighbour's
     use rose with it; a container held by its own limit is its own doing. Sets nothing, unless --guard
@@ -109,7 +117,7 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     if replay is not None:
         return _watch_replay(replay, emit)
     targets = _watch_checks(target, metrics, disk, cri, pod_names)
-    acts, floor = _protect_checks(protect, guard, resource, dry_run, memory_floor)
+    acts, floor = _protect_checks(protect, guard, resource, dry_run, memory_floor, victims)
     disk_guard = _guard_checks(guard, acts, capacity, strict)
     given = guard_capacities(capacity) if capacity else {}  # the guard's config (pydantic, numpy) only if asked
     if ebpf or guard or protect:  # the PSI-only watch reads world-readable files: any user may (a DaemonSet's nobody)
@@ -124,7 +132,8 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
     term_as_interrupt()
     live = sys.stdout.isatty() and not as_json
     cfg = WatchConfig(targets, period=period, ebpf=ebpf, net_rtt=net_rtt, metrics=metrics, disks=list(disk) or None,
-                      hook=hook, cri=tuple(cri) or WatchConfig.cri, pod_names=pod_names, pod_logs=pod_logs)
+                      hook=hook, cri=tuple(cri) or WatchConfig.cri, pod_names=pod_names, pod_logs=pod_logs,
+                      victims=tuple(victims))
     try:
         w = Watcher(cfg, events=None if live else emit, record=out)
     except OSError as e:  # the metrics port taken, say
@@ -138,7 +147,7 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
                                  clock0=w.collector.clock0).start()
     if protect:
         _start_protect(w, targets, capacities, acts, dry_run, live, confirm=confirm, release=release,
-                       floor_cpus=cpu_floor, floor_bytes=floor)
+                       floor_cpus=cpu_floor, floor_bytes=floor, floor_bps=net_floor * 1e6)
     try:
         w.start()  # its first scan and reading while bpftrace compiles
     except KeyboardInterrupt:
@@ -194,7 +203,8 @@ def _run_live(w, live: bool, duration: float | None, strict: bool) -> bool:
 
 
 def _start_protect(w, targets: list[str], capacities: dict[str, float], acts: tuple[str, ...], dry_run: bool,
-                   live: bool, confirm: float, release: float, floor_cpus: float, floor_bytes: int) -> None:
+                   live: bool, confirm: float, release: float, floor_cpus: float, floor_bytes: int,
+                   floor_bps: float) -> None:
     """contend protect beside the watcher (its log on stderr, not under the live table), the guard its disk
     actuator (not under --dry-run: the guard caps as soon as it is engaged)."""
     from ..protect.daemon import build
@@ -204,7 +214,8 @@ def _start_protect(w, targets: list[str], capacities: dict[str, float], acts: tu
     handoff = GuardHandoff(targets, lambda: w.targets, capacities, w.host, log=log,
                            clock0=w.collector.clock0).start() if "disk" in acts and not dry_run else None
     w.protector = build(w.host, lambda: w.targets, acts, ProtectModel(confirm_s=confirm, release_s=release),
-                        handoff, dry_run=dry_run, floor_cpus=floor_cpus, floor_bytes=floor_bytes, log=log,
+                        handoff, dry_run=dry_run, floor_cpus=floor_cpus, floor_bytes=floor_bytes, floor_bps=floor_bps,
+                        log=log,
                         registry=w.metrics.registry)
 
 
@@ -227,13 +238,17 @@ def _guard_checks(guard: bool, acts: tuple[str, ...], capacity: list[str], stric
     return disk_guard
 
 
+QOS_CLASSES = ("guaranteed", "burstable", "besteffort")  # a pod's QoS class, as --victims qos: names it
+
+
 def _protect_checks(protect: bool, guard: bool, resource: list[str], dry_run: bool,
-                    memory_floor: str) -> tuple[tuple[str, ...], int]:
+                    memory_floor: str, victims: list[str]) -> tuple[tuple[str, ...], int]:
     """--protect's options checked (exit 2, one line): the resources it acts on and its memory floor."""
+    from ..guard.targets import check_selector
     from ..protect.daemon import RESOURCES
     from ..units import size_bytes
     if not protect:
-        for flag, given in (("--resource", resource), ("--dry-run", dry_run)):
+        for flag, given in (("--resource", resource), ("--dry-run", dry_run), ("--victims", victims)):
             if given:
                 fail(f"{flag}: only with --protect")
         return (), 0
@@ -242,6 +257,15 @@ def _protect_checks(protect: bool, guard: bool, resource: list[str], dry_run: bo
     for r in resource:
         if r not in RESOURCES:
             fail(f"--resource {r!r}: one of {', '.join(RESOURCES)}")
+    for v in victims:
+        if v.startswith("qos:"):
+            if v[len("qos:"):].lower() not in QOS_CLASSES:
+                fail(f"--victims {v!r}: qos:Guaranteed, qos:Burstable or qos:BestEffort")
+            continue
+        try:
+            check_selector(v)
+        except ValueError as e:
+            fail(f"--victims: {e}")
     try:
         floor = size_bytes(memory_floor)
     except ValueError as e:

@@ -115,6 +115,9 @@ class WatchConfig:
     # where pods' names come from (POD_NAMES); the kubelet's links where `logs` reads them
     pod_names: str = "auto"
     pod_logs: str = KUBELET_LINKS
+    # contend protect's victim class (--victims): selectors as targets' or qos:CLASS; () for none (anyone may be
+    # protected or held)
+    victims: tuple[str, ...] = ()
 
 
 # cri: the CRI's socket (the names and the pods' labels; whoever can connect to it is root on the node:
@@ -139,13 +142,15 @@ class Watcher:
         self.handoff: GuardHandoff | None = None  # --guard: set by the caller, told every period's verdicts
         self.protector: Any = None  # --protect: a protect.daemon.Protector, set by the caller, told every period
         self.targets: dict[str, Resolved] = {}
+        self.victims: set[str] | None = None  # the targets in cfg.victims' class, as of the last scan
+        self._scan_cri: Cri | PodLogs | None = None  # the CRI this scan asks (None once it failed in it)
         self.frames = 0
         self.last: Frame | None = None
         self._last_scan = -math.inf
         self._closed = False
         self._started = False  # start(): the first scan and reading made
         self.cri: Cri | PodLogs | None = None
-        self.pods = any(s.startswith("k8s:") for s in cfg.targets)
+        self.pods = any(s.startswith("k8s:") for s in (*cfg.targets, *cfg.victims))
         self.only_pods = all(s.startswith("k8s:") for s in cfg.targets)
         self._pods_token: tuple | None = None  # the pods' cgroups as last seen (targets.pods_token)
         self._settling = 0  # scans still due after the pods changed (a container's cgroup comes before it runs)
@@ -210,21 +215,32 @@ class Watcher:
         if self.pods:  # the pods as this scan sees them: no scan again until they change (_pods_changed)
             self._pods_token = pods_token(self.host)
         found: dict[str, Resolved] = {}
-        cri = self._cri() if self.pods else None
+        self._scan_cri = self._cri() if self.pods else None
         for sel in self.cfg.targets:
-            try:
-                try:
-                    named = resolve(self.host, sel, cri=cri)
-                except CriError as e:  # the runtime went away: named by path until it answers again
-                    self._say(f"contend watch: {e}; pods are named by their cgroups' paths")
-                    self.cri, cri = None, None
-                    named = resolve(self.host, sel)
-                for r in named:
-                    found.setdefault(r.name, r)
-            except TargetError:
-                continue
+            for r in self._resolve(sel):
+                found.setdefault(r.name, r)
         self.targets = found
         self.collector.set_targets(found)
+        if self.cfg.victims:
+            self.victims = {r.name for sel in self.cfg.victims for r in self._members(sel) if r.name in found}
+
+    def _resolve(self, sel: str) -> list[Resolved]:
+        """What one selector names now ([] for nothing, or where it cannot be resolved)."""
+        try:
+            try:
+                return resolve(self.host, sel, cri=self._scan_cri)
+            except CriError as e:  # the runtime went away: named by path until it answers again (not this scan)
+                self._say(f"contend watch: {e}; pods are named by their cgroups' paths")
+                self.cri = self._scan_cri = None
+                return resolve(self.host, sel)
+        except TargetError:
+            return []
+
+    def _members(self, sel: str) -> list[Resolved]:
+        """The targets a victim-class selector names: a pod's QoS class (qos:Guaranteed), or a target selector."""
+        if sel.startswith("qos:"):
+            return [r for r in self.targets.values() if r.qos.lower() == sel[len("qos:"):].lower()]
+        return self._resolve(sel)
 
     def step(self) -> list[dict]:
         now = time.monotonic()
@@ -251,7 +267,7 @@ class Watcher:
         if self.handoff is not None:
             self.handoff.update(self.detector.verdicts())
         if self.protector is not None:
-            self.protector.update(f, self.detector)
+            self.protector.update(f, self.detector, self.victims)
         if self.metrics.server is not None:
             self.metrics.update(f, self.detector.verdicts())
         return events

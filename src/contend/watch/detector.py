@@ -140,6 +140,9 @@ class Detector:
         # (container, resource) whose symptom is not back at its baseline this frame: above its threshold, or
         # half-way there (contend protect holds a culprit back until its victim's symptom is back)
         self.unsettled: set[tuple[str, str]] = set()
+        # (container, resource) -> its worst symptom this frame over that symptom's floor (contend protect reads
+        # whether a victim's is coming back)
+        self.severity: dict[tuple[str, str], float] = {}
 
     # -- reading a frame
     def symptoms(self, f: Frame, name: str, res: str,
@@ -308,6 +311,8 @@ class Detector:
         hard = bool(events) and any(sigs.get(e, math.nan) > 0 for e in events)  # an OOM kill, say
         worst: tuple[float, str, float, float, float] | None = None  # (value / threshold, …)
         for sig, value, floor in self.symptoms(f, name, res, sigs):
+            if value / floor > self.severity.get((name, res), 0.0):
+                self.severity[(name, res)] = value / floor
             base = self.base.get((name, res, sig))
             if base is None:  # made once (setdefault would build a deque every container, resource and frame)
                 base = self.base[(name, res, sig)] = deque(maxlen=self._nbase)
@@ -360,6 +365,7 @@ class Detector:
         cleared when it ends, gone when its victim left (a container removed, a pod deleted)."""
         self.recent.append(f)
         self.rose = set()
+        self.severity = {}
         self._arrivals()
         events: list[dict] = []
         suffering: dict[str, set[str]] = {r: set() for r in self.rules}

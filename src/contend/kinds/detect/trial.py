@@ -215,10 +215,33 @@ class Loads:
     """A case's loads in the tenants, each started on the trial's clock: a command (stress-ng, fio) or load
     agents (a network case's paced TCP senders); stopped whatever happens."""
 
+    EVERY = 1.0  # s between the network's known-answer readings (the others' are the watch's periods)
+
     def __init__(self, t: Tenants):
         self.t = t
         self.procs: dict[str, tuple[subprocess.Popen, str]] = {}  # key -> (process, its tool)
         self.agents: dict[str, list[Agent]] = {}
+        self.sent: dict[str, list[tuple[float, int]]] = {}  # tenant -> (t, bytes) its stopped agents sent
+
+    def _stopped(self, key: str, agents: list[Agent]) -> None:
+        for a in agents:
+            a.stop()
+            sent = self.sent.setdefault(key.split(":")[0], [])
+            sent += [(t, work) for t, _, work, _ in a.intervals(self.t.clock0)]
+
+    def truth(self) -> list[Sample]:
+        """What each tenant's agents sent, cumulative, as the network's known answer (what TCP let it send: a
+        sender held back by a flood, or by a token bucket, sends less; the host's counters would count what a
+        bucket drops too)."""
+        out = []
+        for tenant, points in self.sent.items():
+            total, last = 0, None
+            for t, work in sorted(points):
+                total += work
+                if last is None or t - last >= self.EVERY:  # reported every 0.1 s: kept a second apart
+                    out.append(Sample(round(t, 3), tenant, "truth", "network", float(total)))
+                    last = t
+        return out
 
     def start(self, key: str, tenant: str, load: Load, seconds: float) -> None:
         if isinstance(load, AgentLoad):
@@ -240,8 +263,7 @@ class Loads:
                     self.procs[key][0].wait(timeout=wait_s)
                 except subprocess.TimeoutExpired:
                     pass
-            for a in self.agents.pop(key, []):
-                a.stop()
+            self._stopped(key, self.agents.pop(key, []))
 
     def check(self, case: Case) -> None:
         """A load that failed fails the trial (an OOM kill is the own-memory case's point, not a failure)."""
@@ -256,9 +278,9 @@ class Loads:
 
     def stop(self) -> None:
         stop([p for p, _ in self.procs.values()])
-        for agents in self.agents.values():
-            for a in agents:
-                a.stop()
+        for key, agents in self.agents.items():
+            self._stopped(key, agents)
+        self.agents.clear()
 
 
 def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: float,
@@ -297,6 +319,7 @@ def _loads(t: Tenants, case: Case, t_change: float, attack_s: float, tail_s: flo
                 "duration_s": t.now(), "joined": joined, "baseline_periods": base}
     finally:
         loads.stop()
+        result.samples += loads.truth()
 
 
 def _record(result: TrialResult, rel: dict[str, str], events: list[dict], frames: list[Frame], w: Watcher,

@@ -23,8 +23,8 @@ COLUMNS = (("isolation", "isolation"), ("p05", "p05"), ("reaction_s", "reaction 
 
 
 def judged(trial: dict, samples) -> dict[str, float]:
-    """One stored trial's figures: its victim's protection (where its resource's counters were read: cpu, disk)
-    and what protect did."""
+    """One stored trial's figures: its victim's protection (where its resource's counters were read: cpu, disk;
+    network: what its agents sent) and what protect did."""
     p, case = trial["params"], CASES[trial["case_name"]]
     out: dict[str, float] = {}
     if samples is not None and case.antagonist:
@@ -124,7 +124,7 @@ def timeline(trial: dict, samples, actions: list[dict]) -> Figure:
     """The victim's and the antagonists' rates over the trial, the attack shaded, protect's actions marked."""
     case, p = CASES[trial["case_name"]], trial["params"]
     fig, ax = plt.subplots(figsize=(8, 3))
-    unit = 1e6 if case.resource == "disk" else 1.0
+    unit = {"disk": 1e6, "network": 1e6 / 8}.get(case.resource, 1.0)
     for n in case.tenants:
         starts, ends, r = rates(list(zip(*samples.series(n, "truth", case.resource))))
         if len(r):
@@ -132,7 +132,7 @@ def timeline(trial: dict, samples, actions: list[dict]) -> Figure:
     ax.axvspan(p["t_start"], p["t_end"], color="orange", alpha=0.15)
     for a in actions:
         ax.axvline(a["t"], color="red" if a["action"] == "tighten" else "green", lw=0.7)
-    ax.set_ylabel("CPUs" if case.resource == "cpu" else "MB/s")
+    ax.set_ylabel({"cpu": "CPUs", "network": "Mbit/s"}.get(case.resource, "MB/s"))
     ax.set_xlabel("s")
     ax.legend(fontsize=7)
     ax.set_title(f"{trial['runtime']} · {trial['case_name']} · {trial['mode']} · rep {trial['repetition']}", fontsize=9)

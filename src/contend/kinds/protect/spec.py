@@ -9,8 +9,8 @@ from ...spec.base import Strict, no_repeats
 from ..detect.spec import DetectQuick, DetectSpec, DetectTrial
 
 Mode = Literal["none", "protect", "fixed"]
-CaseName = Literal["cpu", "disk", "memory", "cpu+cpu", "cpu+disk", "disk+disk", "harmony", "own-quota", "own-memory",
-                   "idle"]
+CaseName = Literal["cpu", "disk", "memory", "network", "cpu+cpu", "cpu+disk", "disk+disk", "harmony", "own-quota",
+                   "own-memory", "idle"]
 
 
 class ProtectOptions(Strict):
@@ -19,17 +19,20 @@ class ProtectOptions(Strict):
     confirm_s: float = Field(default=1.0, ge=0, le=60)
     release_s: float = Field(default=10.0, ge=0, le=3600)
     cpu_floor: float = Field(default=0.1, gt=0, le=64)
-    resources: Annotated[list[Literal["cpu", "memory", "disk"]], Field(min_length=1), no_repeats("resource")] = \
-        ["cpu", "memory", "disk"]
+    net_floor_bps: float = Field(default=1e6, gt=0)
+    resources: Annotated[list[Literal["cpu", "memory", "disk", "network"]], Field(min_length=1),
+                         no_repeats("resource")] = ["cpu", "memory", "disk", "network"]
 
 
 class FixedPolicy(Strict):
     """The fixed policy of the kind people deploy: every tenant but the victim (the best-effort ones) held from
-    the trial's start to a static CPU quota and static disk caps, whatever happens (a Koordinator-like
+    the trial's start to a static CPU quota, static disk caps and a static rate on what it sends (a token bucket
+    on its link), whatever happens (a Koordinator-like
     suppression of best-effort pods, without its watermark's feedback)."""
 
     cpus: float = Field(default=0.5, gt=0, le=64)
     disk_bps: float = Field(default=100e6, gt=0)
+    net_bps: float = Field(default=50e6, gt=0)
 
 
 class ProtectSpec(DetectSpec):

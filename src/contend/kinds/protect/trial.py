@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 from ...cgroups import IoLimit, Limits
+from ...network import tbf
 from ...tenants import Tenants, TrialResult
 from ...watch.daemon import Watcher
 from ..detect.cases import CASES
@@ -18,6 +20,7 @@ from .cell import ProtectCell
 from .spec import ProtectSpec
 
 ACTION = "protect-action"
+NET = Path("/sys/class/net")
 
 
 def trial_id(runtime: str, case: str, mode: str, rep: int) -> str:
@@ -54,7 +57,7 @@ def _protect(spec: ProtectSpec, w: Watcher, rel: dict[str, str], events: list[tu
                                clock0=w.collector.clock0).start()
     p = w.protector = build(w.host, lambda: w.targets, tuple(o.resources),
                             ProtectModel(confirm_s=o.confirm_s, release_s=o.release_s), handoff,
-                            floor_cpus=o.cpu_floor, log=None)
+                            floor_cpus=o.cpu_floor, floor_bps=o.net_floor_bps, log=None)
 
     def name(x: str) -> str:
         return rel.get(x, x)
@@ -66,6 +69,7 @@ def _protect(spec: ProtectSpec, w: Watcher, rel: dict[str, str], events: list[tu
             events.append((a["t"], a["culprit"], ACTION, json.dumps(a)))
         left = sum(len(h) for h in p.limiter.held.values()) if p.limiter is not None else 0
         left += int(p.limiter.state_file.exists()) if p.limiter is not None else 0
+        left += len(list(NET.glob("contendq*")))  # an IFB of a network hold (a study runs alone: none is another's)
         return {"actions": len(p.actions), "settings_left": left, "refused": list(p.problems)}
     return done
 
@@ -80,4 +84,7 @@ def _fixed(spec: ProtectSpec, t: Tenants, rel: dict[str, str]) -> Callable[[], d
     held = [n for n in rel.values() if n != VICTIM]
     for n in held:
         t.c[n].cgroup.set_limits(Limits(cpu=f.cpus, io=(IoLimit(dev, rbps=rate, wbps=rate),)))
-    return lambda: {"fixed": {"cpus": f.cpus, "disk_bps": rate, "device": dev, "tenants": held}, "settings_left": 0}
+        if t.link is not None and n in t.link.ports:  # its sending, in its namespace on contend's link (gone with it)
+            tbf(t.link.ports[n].netns, "eth0", f.net_bps)
+    fixed = {"cpus": f.cpus, "disk_bps": rate, "net_bps": f.net_bps, "device": dev, "tenants": held}
+    return lambda: {"fixed": fixed, "settings_left": 0}
