@@ -45,6 +45,7 @@ class GuardHandoff:
         # contend protect's latch, on the first blame (protect's own waits for one that lasts)
         self.latch = Latch(confirm_s=0.0, release_s=release_s)
         self._blamed: dict[str, float] = {}  # a disk culprit blamed now -> when first
+        self._known: set[str] = set()  # every name the guard has had as a target (one that ended is no problem)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="watch-guard", daemon=True)
 
@@ -84,9 +85,11 @@ class GuardHandoff:
         culprits = [v.culprit for v in verdicts if v.resource == "disk" and v.kind == "blame"
                     and v.culprit not in (WRITEBACK, HOST)]
         self.engaged = self.latch.step(now, bool(culprits), self.pressed())
+        self._known.update(self.guard.targets)
         for c in culprits:
             first = self._blamed.setdefault(c, now)
-            if c not in self.guard.targets and self.guard.scanned_at > first:
+            # still blamed a moment after its container ended (the verdict outlives its culprit): not one it missed
+            if c not in self.guard.targets and c not in self._known and self.guard.scanned_at > first:
                 self._problem(f"missing {c}", f"watch --guard: {c} is blamed for the disk but the guard has no "
                                               "target of that name: it cannot cap it")
         for c in [c for c in self._blamed if c not in culprits]:
