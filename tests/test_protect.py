@@ -7,9 +7,12 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from contend.cgroups import Limits
 
@@ -123,18 +126,19 @@ def test_protect_refuses_bad_options_with_one_line():
 
 @needs_root
 def test_each_actuator_sets_its_files_on_a_real_cgroup_and_puts_them_back(boxes, tmp_path):  # noqa: F811
-    """CPU: the weight first, a quota above half-way, never below the floor; memory: memory.high (v2) or the soft
-    limit (v1), from its use down toward the floor; a dry run computes the same and writes nothing."""
+    """CPU: the weight first, a quota above half-way, never below the floor; memory: memory.high (v2) or the hard
+    limit (v1: never within ANON_HEADROOM of what it cannot give back), from its use down toward the floor; a dry
+    run computes the same and writes nothing."""
     from contend.cgroups import detect
     from contend.guard.limiter import Limiter
     from contend.guard.targets import Resolved
-    from contend.protect.actuators import CpuActuator, MemoryActuator
+    from contend.protect.actuators import ANON_HEADROOM, CpuActuator, MemoryActuator
     box = boxes("culprit")
     host = detect()
     target = Resolved(box.name, box.name)
     wf = weight_file(box)
     qf = "cpu.max" if wf == "cpu.weight" else "cpu.cfs_quota_us"
-    mf = "memory.high" if box.cg.control("memory.high").exists() else "memory.soft_limit_in_bytes"
+    mf = "memory.high" if box.cg.control("memory.high").exists() else "memory.limit_in_bytes"
     before = {f: box.cg.control(f).read_text() for f in (wf, qf, mf)}
     dry = CpuActuator(Limiter(host, dry_run=True, state_dir=tmp_path), host, floor_cpus=0.2)
     planned = dry.apply(target, 1.0, {})
@@ -149,16 +153,61 @@ def test_each_actuator_sets_its_files_on_a_real_cgroup_and_puts_them_back(boxes,
     quota = int(box.cg.control(qf).read_text().split()[0])
     assert quota == 20_000  # the floor: 0.2 CPU of a 100 ms period
     assert half[0].before == before[wf].strip()
+    least = mem.anon(box.name) + ANON_HEADROOM if mf == "memory.limit_in_bytes" else 0
     mem.apply(target, 0.5, {"mem": float(256 << 20)})
-    assert int(box.cg.control(mf).read_text()) == (256 << 20) - ((256 - 32) << 20) // 2
+    expected = max(least, int((256 << 20) * (32 / 256) ** 0.5))  # geometric; v1 rounds it down to a page
+    assert int(box.cg.control(mf).read_text()) == pytest.approx(expected, abs=4096)
     mem.apply(target, 1.0, {"mem": float(256 << 20)})
-    assert int(box.cg.control(mf).read_text()) == 32 << 20  # never below the floor
+    assert int(box.cg.control(mf).read_text()) == max(least, 32 << 20)  # never below the floor
     assert lim.state_file.exists()  # what was there, recorded before the first write
     cpu.apply(target, 0.0, {})
     mem.apply(target, 0.0, {})
     assert {f: box.cg.control(f).read_text() for f in (wf, qf, mf)} == before
     lim.release_all()
     assert not lim.state_file.exists()
+
+
+@needs_root
+def test_the_memory_actuator_takes_a_culprits_page_cache_back_and_follows_its_anonymous_memory_up(
+        boxes, tmp_path):  # noqa: F811
+    """A culprit holding 256 MiB of page cache, held at level 1: the kernel reclaims its cache to the setting
+    (v1's hard limit, v2's memory.high); on v1 its anonymous memory then grows by 160 MiB in steps while the
+    hold is kept each period: the limit rises ahead of it, nothing is OOM-killed, and all is put back."""
+    from contend.cgroups import detect
+    from contend.guard.limiter import Limiter
+    from contend.guard.targets import Resolved
+    from contend.protect.actuators import ANON_HEADROOM, MemoryActuator
+    data = tmp_path / "cache.dat"
+    subprocess.run(["dd", "if=/dev/urandom", f"of={data}", "bs=1M", "count=256", "conv=fsync",
+                    "status=none"], check=True)
+    Path("/proc/sys/vm/drop_caches").write_text("1")  # its pages, clean now, then read by the reader: charged to it
+    box = boxes("reader")
+    reader = box.run("sh", "-c", f"cat {data} > /dev/null; sleep 60")
+    deadline = time.monotonic() + 30
+    while box.cg.stats().memory_current < 200 << 20 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert box.cg.stats().memory_current >= 200 << 20
+    host = detect()
+    mem = MemoryActuator(Limiter(host, state_dir=tmp_path), host, floor_bytes=32 << 20)
+    target = Resolved(box.name, box.name)
+    mf = mem._file(box.name)
+    before = box.cg.control(mf).read_text()
+    mem.apply(target, 1.0, {"mem": float(box.cg.stats().memory_current)})
+    time.sleep(0.5)
+    assert box.cg.stats().memory_current <= int(box.cg.control(mf).read_text()) + (4 << 20)
+    assert box.cg.stats().memory_current < 150 << 20  # its cache taken back
+    grower = box.run(sys.executable, "-c", "import time\nb = []\nfor _ in range(10):\n"
+                     "    b.append(b'x' * (16 << 20))\n    time.sleep(0.4)\ntime.sleep(60)")
+    for _ in range(60):  # 6 s: every 0.1 s, as a watch period would
+        mem.keep(target)
+        time.sleep(0.1)
+    assert grower.poll() is None and reader.poll() is None  # nobody killed
+    assert box.cg.stats().memory_events.get("oom_kill", 0) == 0
+    if mf == "memory.limit_in_bytes":
+        assert int(box.cg.control(mf).read_text()) >= mem.anon(box.name) + ANON_HEADROOM - (1 << 20)
+        assert mem.anon(box.name) >= 160 << 20
+    mem.apply(target, 0.0, {})
+    assert box.cg.control(mf).read_text() == before
 
 
 @needs_root

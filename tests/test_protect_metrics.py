@@ -38,6 +38,14 @@ def test_never_harmed_reacts_in_zero_and_never_back_is_nan():
     assert math.isnan(hurt["reaction_s"]) and hurt["isolation"] == pytest.approx(0.25) and hurt["p05"] == 0.25
 
 
+def test_a_victim_that_catches_up_after_a_dip_is_not_whole():
+    """fio's rate control catches up what a slump deferred (the cache case's victim read at 2x its rate once its
+    pages were back): each period counts at most its level (resctl's per-second min(W / W_ref, 1)), so the dip
+    stays in the figure."""
+    m = protection(counter([2.0] * 10 + [0.0] * 2 + [4.0] * 2 + [2.0] * 6), {}, 10.0, 20.0)
+    assert m["isolation"] == pytest.approx(0.8) and m["p05"] == 1.0
+
+
 def test_isolation_is_never_above_one():
     m = protection(counter([1.0] * 10 + [1.5] * 10), {}, 10.0, 20.0)
     assert m["isolation"] == 1.0 and m["p05"] == 1.0

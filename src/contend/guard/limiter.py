@@ -59,8 +59,8 @@ MECHANISM = {"weight": "bfq", "cost-weight": "cost", "latency-target": "latency"
 KIND_OF = {m: k for k, m in MECHANISM.items()}
 # contend protect's settings on a culprit's (or a victim's) cgroup: one control file each, its text as it was put
 # back as it was (a "setting" entry's device is the file's name)
-SETTINGS = ("cpu.weight", "cpu.shares", "cpu.max", "cpu.cfs_quota_us", "memory.high", "memory.soft_limit_in_bytes",
-            "memory.low")
+SETTINGS = ("cpu.weight", "cpu.shares", "cpu.max", "cpu.cfs_quota_us", "memory.high", "memory.limit_in_bytes",
+            "memory.soft_limit_in_bytes", "memory.low")
 SETTING_VALUE = re.compile(r"^(max|-1|[0-9]{1,20})( [0-9]{1,10})?$")
 # contend protect's network holds: a "shape" entry's device is the culprit's veth (its host side), its original
 # the IFB contend made for it (network/shape.py): putting it back deletes what shaping added, nothing was there

@@ -8,10 +8,14 @@ before the first write and put back on exit, and `contend clean` puts back what 
   geometrically from what it had to the least (1 / 2): work-conserving, it only matters while the victim wants
   the CPU. Above, while the victim still waits, a CFS quota too (cpu.max / cpu.cfs_quota_us), geometrically from
   the host's CPUs (or its own quota) down to the operator's floor, never below it.
-- **memory**: cgroup v2 memory.high, from the culprit's memory when first held down to the floor: the kernel
-  reclaims its pages (its page cache first) and slows its allocations, and never OOM-kills for it. Cgroup v1 has
-  no memory.high: memory.soft_limit_in_bytes, which the kernel reads only when the whole host runs short (a
-  harm under a pod's shared limit is not one it acts on: docs/protect.md measures it).
+- **memory**: cgroup v2 memory.high, from the culprit's memory when first held down to the floor, geometrically
+  (as the other actuators: the first steps take the most): the kernel reclaims its pages (its page cache first)
+  and slows its allocations, and never OOM-kills for it. Cgroup v1 has no memory.high, and its soft limit is read
+  only when the whole host runs short (a harm under a pod's shared limit is not one it acts on):
+  memory.limit_in_bytes, a hard limit the kernel reclaims the culprit's page cache to (a write it cannot reclaim
+  to fails, EBUSY, and kills nothing), never set closer than ANON_HEADROOM above what it cannot give back
+  (anonymous and shared memory, no swap here) and raised every period as that grows (`keep`): its own
+  allocations meet the limit only if they grow by more than ANON_HEADROOM within one period.
 - **network**: what the culprit sends, shaped on the host side of its veth (network/shape.py: an ingress
   redirect to an IFB of contend's, a token bucket there), geometrically from the rate it sent when first held
   down to the operator's floor: for a container with a veth of its own (contend's link, an engine's bridge), never
@@ -28,12 +32,13 @@ import os
 from dataclasses import dataclass, field
 
 from ..cgroups import CgroupHost
+from ..cgroups.base import read_fields
 from ..guard.limiter import Limiter, read_setting
 from ..guard.targets import Resolved
 
 WEIGHT_UPTO = 0.5  # the levels a weight alone serves
 PRESS_WAIT = 0.1  # s/s: a held culprit waiting this long for a CPU per second would take it again
-MEM_PRESS = 0.9  # a held culprit at this share of its memory.high or more presses against it
+ANON_HEADROOM = 64 << 20  # a v1 hard limit is never set closer than this above a culprit's anonymous memory
 NET_PRESS = 0.8  # a held culprit sending at this share of its rate or more presses against it
 SQUEEZE_LEAST = 0.02  # a disk hold at level 1: the guard's cap on the culprit scaled by this
 
@@ -105,28 +110,53 @@ class MemoryActuator:
     floor_bytes: int = 64 << 20
     resource: str = "memory"
     base: dict[str, float] = field(default_factory=dict)  # relpath -> its memory when first held
-    high: dict[str, int] = field(default_factory=dict)
+    high: dict[str, int] = field(default_factory=dict)  # relpath -> the level's bytes (before the anon floor)
+    set_to: dict[str, int] = field(default_factory=dict)  # relpath -> what its file holds now
 
     def _file(self, rel: str) -> str:
-        return "memory.high" if self.host.cgroup(rel).control("memory.high").exists() else "memory.soft_limit_in_bytes"
+        return "memory.high" if self.host.cgroup(rel).control("memory.high").exists() else "memory.limit_in_bytes"
+
+    def anon(self, rel: str) -> int:
+        """What of its memory the kernel cannot take back here (no swap): anonymous and shared memory."""
+        ms = read_fields(self.host.cgroup(rel).control("memory.stat"),
+                         ("anon", "shmem", "total_rss", "total_shmem"))
+        return ms.get("anon", 0) + ms.get("shmem", 0) + ms.get("total_rss", 0) + ms.get("total_shmem", 0)
+
+    def _write(self, rel: str, f: str) -> list[Setting]:
+        value = self.high[rel]
+        if f == "memory.limit_in_bytes":  # a hard limit: never where its own allocations would hit it
+            value = max(value, self.anon(rel) + ANON_HEADROOM)
+        if self.set_to.get(rel) == value:
+            return []
+        self.set_to[rel] = value
+        return [Setting(f, self.limiter.set_setting(rel, f, str(value)), str(value))]
 
     def apply(self, target: Resolved, level: float, sig: dict[str, float]) -> list[Setting]:
         rel, f = target.relpath, self._file(target.relpath)
         mem = sig.get("mem", math.nan)
         if level <= 0:
-            self.base.pop(rel, None)
-            self.high.pop(rel, None)
+            for d in (self.base, self.high, self.set_to):
+                d.pop(rel, None)
             return [Setting(f, self.limiter.set_setting(rel, f, None), None)]
         if rel not in self.base:
             known = math.isfinite(mem) and mem > 0
             self.base[rel] = mem if known else float(self.host.cgroup(rel).stats().memory_current)
         top = max(self.floor_bytes, self.base[rel])
-        high = self.high[rel] = int(max(self.floor_bytes, top - level * (top - self.floor_bytes)))
-        return [Setting(f, self.limiter.set_setting(rel, f, str(high)), str(high))]
+        self.high[rel] = int(max(self.floor_bytes, geometric(top, self.floor_bytes, level)))
+        return self._write(rel, f)
+
+    def keep(self, target: Resolved) -> list[Setting]:
+        """Every period a hold stands: a v1 hard limit raised at once to the culprit's anonymous memory grown
+        (the kernel would OOM-kill it at the limit, which contend never causes; v2's memory.high only slows it)."""
+        rel = target.relpath
+        if rel not in self.high or (f := self._file(rel)) != "memory.limit_in_bytes":
+            return []
+        return self._write(rel, f)
 
     def presses(self, target: Resolved, sig: dict[str, float]) -> bool:
-        high = self.high.get(target.relpath)
-        return high is not None and sig.get("mem", 0.0) >= MEM_PRESS * high
+        """It keeps charging pages at its setting: the kernel reclaimed it there this period (v1: its limit's
+        failure count rose; v2: memory.high's events). A culprit whose load ended holds its cache, not presses."""
+        return target.relpath in self.high and (sig.get("mem_max", 0.0) > 0 or sig.get("mem_high", 0.0) > 0)
 
 
 @dataclass

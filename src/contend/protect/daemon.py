@@ -64,6 +64,7 @@ class Protector:
             t, act = targets.get(culprit), self.actuators.get(res)
             if t is not None and act is not None and h.level > 0:
                 presses[(res, culprit)] = act.presses(t, frame.containers.get(culprit, {}))
+                self._keep(res, culprit, t, act)
         done = []
         for ch in self.model.step(frame.t, self.blames(detector), presses, detector.unsettled, detector.severity,
                                   victims):
@@ -71,6 +72,18 @@ class Protector:
             if a is not None:
                 done.append(a)
         return done
+
+    def _keep(self, res: str, culprit: str, t: Resolved, act) -> None:
+        """What a standing hold's actuator keeps true every period (memory: a v1 limit above what cannot be
+        reclaimed), its settings shown as the hold's."""
+        keep = getattr(act, "keep", None)
+        try:
+            done = keep(t) if keep is not None else []
+        except OSError:
+            return  # it ended: nothing to keep
+        if done:
+            now = {s.file: s for s in self.settings.get((res, culprit), [])}
+            self.settings[(res, culprit)] = list({**now, **{s.file: s for s in done}}.values())
 
     def refusal(self, change: Change, targets: dict[str, Resolved]) -> str | None:
         t = targets.get(change.culprit)

@@ -98,7 +98,9 @@ def watch(target: list[str] = typer.Option([], "--target", "-t", metavar="SELECT
           cpu_floor: float = typer.Option(0.1, min=0.01, metavar="CPUS",
                                           help="With --protect: the least CPU quota it leaves a culprit."),
           memory_floor: str = typer.Option("64M", metavar="SIZE",
-                                           help="With --protect: the least memory.high it leaves a culprit."),
+                                           help="With --protect: the least memory it leaves a culprit (v2 "
+                                           "memory.high; v1 memory.limit_in_bytes, never within 64 MiB of its "
+                                           "anonymous memory)."),
           net_floor: float = typer.Option(1.0, min=0.01, metavar="MBIT",
                                           help="With --protect: the least rate (Mbit/s) it leaves what a culprit "
                                                "sends.")):

@@ -196,7 +196,7 @@ def by_victim(pairs: dict[tuple[str, str], float], by_id: dict[str, str], dt: fl
 
 # the signals a resource's unreadable counter makes unknown (nan) rather than 0
 UNREAD = {"disk": ("io_bytes", "io_wbytes", "io_ios", "io_wait_ms"),
-          "memory": ("mem", "mem_max", "oom_kill", "majfault", "refault", "dirty")}
+          "memory": ("mem", "mem_max", "mem_high", "oom_kill", "majfault", "refault", "dirty")}
 
 
 def resource_of(path: str) -> str:
@@ -219,8 +219,8 @@ REFRESH_S = 30.0
 IDLE_OK = 30.0  # a container that did not run keeps its memory and disk counters unread up to this long
 DETAIL_PSI = 0.01  # a container's memory or I/O stall share at which every container's detail is read
 DETAIL_RTT_MS = 2.0  # a container's TCP round trip at which too (the network rule's floor)
-DETAIL_KEYS = ("mem", "mem_max", "oom_kill", "majfault", "refault", "io_bytes", "io_wbytes", "io_ios", "io_limited",
-               "dirty", "net_bytes", "net_drops", "net_retrans")
+DETAIL_KEYS = ("mem", "mem_max", "mem_high", "oom_kill", "majfault", "refault", "io_bytes", "io_wbytes", "io_ios",
+               "io_limited", "dirty", "net_bytes", "net_drops", "net_retrans")
 DETAIL_UNKNOWN = dict.fromkeys(DETAIL_KEYS, math.nan)  # before a container's second reading
 
 
@@ -259,6 +259,8 @@ def detail_signals(st: Stats, p: Stats, dt: float) -> tuple[dict[str, float], st
     out = {
         "mem": float(st.memory_current),
         "mem_max": max(0, st.memory_events.get("max", 0) - p.memory_events.get("max", 0)) / dt,
+        # v2: breaches of its memory.high (a hold's: protect/actuators.py); none on v1
+        "mem_high": max(0, st.memory_events.get("high", 0) - p.memory_events.get("high", 0)) / dt,
         "oom_kill": max(0, st.memory_events.get("oom_kill", 0) - p.memory_events.get("oom_kill", 0)) / dt,
         "majfault": max(0, st.memory_majfaults - p.memory_majfaults) / dt,
         "refault": max(0, st.memory_refaults - p.memory_refaults) / dt,

@@ -18,6 +18,8 @@ CONTAINER_SIGNALS: dict[str, tuple[str, str]] = {
     "mem": ("bytes", "memory charged to it now"),
     "mem_limit": ("bytes", "its own memory limit (nan: none)"),
     "mem_max": ("1/s", "times per second it hit its own memory limit (memory.events max / v1 failcnt)"),
+    "mem_high": ("1/s", "times per second it went over its memory.high and was reclaimed (v2 memory.events high; "
+                        "0 on v1)"),
     "oom_kill": ("1/s", "its processes OOM-killed per second"),
     "mem_psi": ("s/s", "memory pressure, some (PSI): time its tasks stalled on reclaim or refaults"),
     "majfault": ("1/s", "major page faults per second (pages read back from disk)"),

@@ -68,7 +68,8 @@ class Case:
     # charge); /data/<tenant>.dat
     files: dict[str, str] = field(default_factory=dict)
     shared: Limits | None = None  # a memory limit the three share (a pod's), on contend's parent cgroup
-    warm: bool = False  # the files read once through the page cache after their layout (a working set held)
+    warm: tuple[str, ...] = ()  # the tenants whose files are read once through the page cache after their layout
+    # (a working set held, charged to them)
     link_bps: float | None = None  # the tenants on a shared link of this capacity (network/link.py), or none
     joins: dict[str, float] = field(default_factory=dict)  # an at_change load starting this far into the attack
 
@@ -96,7 +97,9 @@ VICTIM_READS = ("--direct=1", "--rw=randread", "--bs=4k", "--ioengine=psync")  #
 BIG_WRITES = ("--direct=1", "--rw=write", "--bs=1M", "--ioengine=libaio", "--iodepth=32")
 LINK_BPS = 200e6
 DISK_FILES = {"victim": "256M", "bystander": "64M", "noisy": "1G"}
-MEMORY_FILE = "512M"  # the bystander's steady load in the CPU cases
+MEMORY_FILE = "512M"  # the victim's working set in the memory cases
+CACHE_FILE = "2G"  # the cache case's noisy reader's file: more than its pod holds
+CACHE_IOPS = 40000  # the cache case's victim: 4 KiB reads a second, what the page cache serves on a fraction of a CPU
 
 CASES: dict[str, Case] = {c.name: c for c in (
     # the victim wants both CPUs; noisy takes half of them
@@ -115,7 +118,18 @@ CASES: dict[str, Case] = {c.name: c for c in (
                         "--rate_iops=4000", "--invalidate=0"),
           "bystander": LIGHT},
          {"noisy": stress_hold(768)}, files={"victim": MEMORY_FILE}, shared=Limits(memory=1 << 30),
-         warm=True),
+         warm=("victim",)),
+    # a pod of 768 MiB, the victim's reads faster than its disk could serve them (from the page cache it gets
+    # every read it asks for); noisy reads a file of 2 GiB at random through the page cache: what it reads takes
+    # the pod's memory as cache, the victim's pages are reclaimed and read again from the disk (its 40k reads/s
+    # fell to 17k within 2 s, host cgroups, 2026-12-07). Unlike the anonymous memory of the case above, a cache
+    # the kernel can take back (contend protect's memory cell: docs/protect.md)
+    Case("cache", "memory", True,
+         {"victim": fio("victim", MEMORY_FILE, "--rw=randread", "--bs=4k", "--ioengine=psync",
+                        f"--rate_iops={CACHE_IOPS}", "--invalidate=0"),
+          "bystander": LIGHT},
+         {"noisy": fio("noisy", CACHE_FILE, "--rw=randread", "--bs=64k", "--ioengine=psync", "--invalidate=0")},
+         files={"victim": MEMORY_FILE, "noisy": CACHE_FILE}, shared=Limits(memory=768 << 20), warm=("victim",)),
     # everyone fits beside the others with room: 1 + 0.1 + 0.2 of the host's two CPUs (at 1 + 0.3 + 0.3 the
     # bystander waited 0.11-0.15 s per second once noisy started: a real harm, rightly blamed on noisy)
     # on a shared 200 Mbit/s link, the victim sends at 120 and the bystander at 10; noisy floods it on two

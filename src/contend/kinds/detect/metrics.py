@@ -37,6 +37,7 @@ STEP = "verdict-step"  # the event kind of the verdict standing on the victim af
 FRAME = "watch-frame"  # the event kind of one of the watcher's frames, whole (Frame.to_json, tenants' names)
 
 
+USES = ("cpu", "disk")  # the resources whose truth readings are a use to share out (coverage)
 # when a resource's counter says the antagonist began to use it: (the rise that counts, within how many seconds
 # of the reading before it moved); cpu in CPU-seconds (half a CPU over 100 ms), disk in bytes (10 MB/s over
 # 100 ms), memory in bytes (the detector's own least rise of memory use, within a second)

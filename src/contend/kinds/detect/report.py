@@ -16,7 +16,7 @@ from ...report.table import TextTable, markdown_tables, rich_text_tables
 from ...store import Store
 from ...watch.detector import ENDS
 from .cases import CASES
-from .metrics import FRAME, STEP, VICTIM, Truth, cell_figures, coverage, trial_metrics
+from .metrics import FRAME, STEP, USES, VICTIM, Truth, cell_figures, coverage, trial_metrics
 
 VERDICTS = ("blame", "self", "unattributed", *ENDS)
 COLUMNS = (("detected", "found"), ("first_right", "1st"), ("latency_p50_s", "p50 s"), ("latency_p95_s", "p95 s"),
@@ -39,7 +39,7 @@ def judged(trial: dict, events: list[dict], steps: Sequence[dict] = (), samples=
                   t_use if t_use is not None else math.nan, case.antagonists or ("noisy",),
                   p.get("baseline_periods"))
     out = trial_metrics(events, truth)
-    if steps and samples is not None:
+    if steps and samples is not None and trial["resource"] in USES:
         use = {n: list(zip(*samples.series(n, "truth", trial["resource"]))) for n in (*case.tenants, "host")}
         out.update(coverage([(s["t"], s["kind"], s["culprits"]) for s in steps], {n: u for n, u in use.items() if u},
                             VICTIM, case.antagonists, t_use if t_use is not None else p["t_start"], p["t_end"]))

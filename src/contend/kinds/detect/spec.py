@@ -7,8 +7,8 @@ from pydantic import Field
 
 from ...spec.base import Runtimes, Strict, StudyKind, no_repeats
 
-CaseName = Literal["cpu", "memory", "disk", "network", "cpu+cpu", "cpu+disk", "disk+disk", "harmony", "own-quota",
-                   "own-memory", "idle"]
+CaseName = Literal["cpu", "memory", "cache", "disk", "network", "cpu+cpu", "cpu+disk", "disk+disk", "harmony",
+                   "own-quota", "own-memory", "idle"]
 
 
 class DetectTrial(Strict):

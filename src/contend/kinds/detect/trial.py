@@ -40,12 +40,33 @@ def trial_id(runtime: str, case: str, rep: int) -> str:
     return f"{runtime}.{case}.r{rep}"
 
 
+class ReadBytes:
+    """The bytes a cgroup's processes had read() (their /proc/PID/io rchar: from the page cache or the disk
+    alike), cumulative: a memory case's work (a page-cache reader's reads are what its memory serves; its
+    cgroup counts no read the cache answered). A process that ended keeps what it had last read."""
+
+    def __init__(self, cgroup: Cgroup):
+        self.cgroup = cgroup
+        self.last: dict[int, int] = {}
+
+    def __call__(self) -> float:
+        for pid in self.cgroup.procs():
+            try:
+                with open(f"/proc/{pid}/io") as f:
+                    self.last[pid] = int(next(line for line in f if line.startswith("rchar:")).split()[1])
+            except (OSError, StopIteration, ValueError):
+                continue  # ended between the listing and the read: its last reading stands
+        return float(sum(self.last.values()))
+
+
 class StepLog:
     """After each watch period: the verdict standing on the victim on the case's resource (its kind, its
     culprits' shares) and every tenant's own counter of that resource read by the study from its cgroup, with
-    the host's busy CPU time for cpu: the known answer period by period (metrics.coverage)."""
+    the host's busy CPU time for cpu: the known answer period by period (metrics.coverage). For memory, the
+    bytes each tenant's processes read (ReadBytes): the work that kinds/protect judges, not a use to share out
+    (coverage reads those of metrics.USES)."""
 
-    RESOURCES = ("cpu", "disk")
+    RESOURCES = ("cpu", "disk", "memory")
 
     def __init__(self, t: Tenants, case: Case, rel: dict[str, str]):
         self.resource, self.name = case.resource, rel
@@ -53,6 +74,7 @@ class StepLog:
         self.victim = next(r for r, n in rel.items() if n == VICTIM)
         self.steps: list[tuple[float, str, list]] = []
         self.truth: list[Sample] = []
+        self.reads = {n: ReadBytes(cg) for n, cg in self.cgroups.items()} if self.resource == "memory" else {}
 
     def __call__(self, w: Watcher) -> None:
         assert w.last is not None  # called after a step: its frame
@@ -62,7 +84,8 @@ class StepLog:
                 self.steps.append((t, v.kind, [[self.name.get(c, c), x] for c, x in v.culprits]))
         for n, cg in self.cgroups.items():
             try:
-                self.truth.append(Sample(t, n, "truth", self.resource, use_counter(cg.stats(), self.resource)))
+                value = self.reads[n]() if n in self.reads else use_counter(cg.stats(), self.resource)
+                self.truth.append(Sample(t, n, "truth", self.resource, value))
             except OSError:
                 continue  # a container gone: its later periods have no answer
         if self.resource == "cpu" and (busy := busy_cpu_s()) is not None:
@@ -126,8 +149,8 @@ def run_detect_trial(study: DetectSpec, runtime: str, case_name: str, rep: int, 
                      shared=case.shared, link=link) as t:
             for name, size in case.files.items():  # before the watcher: a layout is not the trial's I/O
                 t.run(name, layout(f"/data/{name}.dat", size), timeout=300, what="fio layout")
-                if case.warm:
-                    t.run(name, warm(f"/data/{name}.dat", size), timeout=300, what="fio warm")
+            for name in case.warm:  # after every layout (fio's goes through the page cache: a pod's would evict it)
+                t.run(name, warm(f"/data/{name}.dat", case.files[name]), timeout=300, what="fio warm")
             rel = {t.c[n].cgroup.relpath: n for n in t.c}
             events: list[dict] = []
             w = Watcher(WatchConfig([f"cgroup:{r}" for r in rel], period=tr.period_s, ebpf=study.ebpf,

@@ -2,8 +2,10 @@
 
 From the study's readings of each tenant's cgroup every period (CPU-seconds, or bytes read and written: the
 detect trial's `truth` samples), per trial:
-- **isolation**: the victim's rate over the attack (from the antagonist's first use to its end) against its rate
-  in the calm before it (its solo level beside the bystander), at most 1;
+- **isolation**: the victim's rate period by period over the attack (from the antagonist's first use to its end)
+  against its rate in the calm before it (its solo level beside the bystander), each period at most 1 (resctl's
+  per-second min(W / W_ref, 1): a load that catches up later, as fio's rate control does, does not undo a dip),
+  averaged over the attack's time;
 - **p05**: the 5th percentile of that ratio period by period, once the mode reacted (over the whole attack where
   it never did): how low it still fell while held;
 - **reaction_s**: from the antagonist's first use to the end of the first of two periods in a row with the victim
@@ -51,6 +53,7 @@ def protection(victim: Sequence[tuple[float, float]], culprits: dict[str, Sequen
     if not (math.isfinite(level) and level > 0) or not during.any():
         return {}
     ratio = r[during] / level
+    spans = ends[during] - starts[during]
     ends = ends[during]
     low = np.flatnonzero(ratio < RETAINED)
     if not len(low):
@@ -61,7 +64,7 @@ def protection(victim: Sequence[tuple[float, float]], culprits: dict[str, Sequen
         reaction = float(ends[back[0]] - began) if back else math.nan
         held = ratio[back[0]:] if back else ratio
     work = [mean_rate(c, began, t_end) for c in culprits.values()]
-    return {"isolation": min(1.0, mean_rate(victim, began, t_end) / level),
+    return {"isolation": float(np.sum(np.minimum(ratio, 1.0) * spans) / np.sum(spans)),
             "p05": min(1.0, float(np.percentile(held, 5))),
             "reaction_s": float(reaction),
             "culprit_rate": float(sum(w for w in work if math.isfinite(w))) if work else math.nan,

@@ -24,7 +24,7 @@ COLUMNS = (("isolation", "isolation"), ("p05", "p05"), ("reaction_s", "reaction 
 
 def judged(trial: dict, samples) -> dict[str, float]:
     """One stored trial's figures: its victim's protection (where its resource's counters were read: cpu, disk;
-    network: what its agents sent) and what protect did."""
+    memory: what its processes read; network: what its agents sent) and what protect did."""
     p, case = trial["params"], CASES[trial["case_name"]]
     out: dict[str, float] = {}
     if samples is not None and case.antagonist:
@@ -104,10 +104,10 @@ def tables(rows: list[dict], failed: dict[tuple, str], runtimes: list[str], case
                                                     for m, _ in COLUMNS)])
         notes = [f"{case} {mode}: {why}" for (r, case, mode), why in failed.items() if r == rt]
         if not out:
-            notes.insert(0, "isolation: the victim's rate over the attack against its calm level (at most 1); p05: "
-                            "its 5th percentile period by period once the mode reacted; reaction: from the "
-                            "antagonist's first use until the victim is back within 5 %; culprit kept: the "
-                            "antagonists' work against no action's; left: settings left after the run")
+            notes.insert(0, "isolation: the victim's rate against its calm level period by period (each at most "
+                            "1) over the attack; p05: its 5th percentile period by period once the mode reacted; "
+                            "reaction: from the antagonist's first use until the victim is back within 5 %; culprit "
+                            "kept: the antagonists' work against no action's; left: settings left after the run")
         out.append(TextTable(rt, ["case", "mode", "n", *(h for _, h in COLUMNS)], lines, notes))
     return out
 
@@ -124,7 +124,7 @@ def timeline(trial: dict, samples, actions: list[dict]) -> Figure:
     """The victim's and the antagonists' rates over the trial, the attack shaded, protect's actions marked."""
     case, p = CASES[trial["case_name"]], trial["params"]
     fig, ax = plt.subplots(figsize=(8, 3))
-    unit = {"disk": 1e6, "network": 1e6 / 8}.get(case.resource, 1.0)
+    unit = {"disk": 1e6, "memory": 1e6, "network": 1e6 / 8}.get(case.resource, 1.0)
     for n in case.tenants:
         starts, ends, r = rates(list(zip(*samples.series(n, "truth", case.resource))))
         if len(r):
@@ -132,7 +132,7 @@ def timeline(trial: dict, samples, actions: list[dict]) -> Figure:
     ax.axvspan(p["t_start"], p["t_end"], color="orange", alpha=0.15)
     for a in actions:
         ax.axvline(a["t"], color="red" if a["action"] == "tighten" else "green", lw=0.7)
-    ax.set_ylabel({"cpu": "CPUs", "network": "Mbit/s"}.get(case.resource, "MB/s"))
+    ax.set_ylabel({"cpu": "CPUs", "memory": "MB/s read", "network": "Mbit/s"}.get(case.resource, "MB/s"))
     ax.set_xlabel("s")
     ax.legend(fontsize=7)
     ax.set_title(f"{trial['runtime']} · {trial['case_name']} · {trial['mode']} · rep {trial['repetition']}", fontsize=9)

@@ -9,8 +9,8 @@ from ...spec.base import Strict, no_repeats
 from ..detect.spec import DetectQuick, DetectSpec, DetectTrial
 
 Mode = Literal["none", "protect", "fixed"]
-CaseName = Literal["cpu", "disk", "memory", "network", "cpu+cpu", "cpu+disk", "disk+disk", "harmony", "own-quota",
-                   "own-memory", "idle"]
+CaseName = Literal["cpu", "disk", "memory", "cache", "network", "cpu+cpu", "cpu+disk", "disk+disk", "harmony",
+                   "own-quota", "own-memory", "idle"]
 
 
 class ProtectOptions(Strict):
@@ -26,11 +26,12 @@ class ProtectOptions(Strict):
 
 class FixedPolicy(Strict):
     """The fixed policy of the kind people deploy: every tenant but the victim (the best-effort ones) held from
-    the trial's start to a static CPU quota, static disk caps and a static rate on what it sends (a token bucket
-    on its link), whatever happens (a Koordinator-like
-    suppression of best-effort pods, without its watermark's feedback)."""
+    the trial's start to a static CPU quota, a static memory limit, static disk caps and a static rate on what it
+    sends (a token bucket on its link), whatever happens (a Koordinator-like suppression of best-effort pods,
+    without its watermark's feedback)."""
 
     cpus: float = Field(default=0.5, gt=0, le=64)
+    memory_bytes: int = Field(default=128 << 20, ge=16 << 20)  # a static memory limit (memory.max, v1 limit_in_bytes)
     disk_bps: float = Field(default=100e6, gt=0)
     net_bps: float = Field(default=50e6, gt=0)
 

@@ -83,8 +83,9 @@ def _fixed(spec: ProtectSpec, t: Tenants, rel: dict[str, str]) -> Callable[[], d
     rate = int(f.disk_bps)
     held = [n for n in rel.values() if n != VICTIM]
     for n in held:
-        t.c[n].cgroup.set_limits(Limits(cpu=f.cpus, io=(IoLimit(dev, rbps=rate, wbps=rate),)))
+        t.c[n].cgroup.set_limits(Limits(cpu=f.cpus, memory=f.memory_bytes, io=(IoLimit(dev, rbps=rate, wbps=rate),)))
         if t.link is not None and n in t.link.ports:  # its sending, in its namespace on contend's link (gone with it)
             tbf(t.link.ports[n].netns, "eth0", f.net_bps)
-    fixed = {"cpus": f.cpus, "disk_bps": rate, "net_bps": f.net_bps, "device": dev, "tenants": held}
+    fixed = {"cpus": f.cpus, "memory_bytes": f.memory_bytes, "disk_bps": rate, "net_bps": f.net_bps, "device": dev,
+             "tenants": held}
     return lambda: {"fixed": fixed, "settings_left": 0}
