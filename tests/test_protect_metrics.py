@@ -31,6 +31,18 @@ def test_a_victim_halved_until_protect_reacts_then_whole():
     assert m["culprit_rate"] == pytest.approx(0.3)
 
 
+def test_the_reaction_counts_from_the_harms_start_not_from_the_antagonists():
+    """The cache case's noisy fills the pod's free memory for ~2 s before the victim loses a page: the reaction is
+    the issue's (harm -> victim back within 5 %), from the victim's first period below it; `back_s` is from the
+    antagonist's first use, as the reaction was before 2026-12-07's fifth run."""
+    victim = counter([2.0] * 10 + [2.0] * 2 + [1.0] * 3 + [2.0] * 8)
+    m = protection(victim, {}, 10.0, 20.0)
+    assert m["reaction_s"] == pytest.approx(4.0)  # harmed from 12, back in the periods ending at 16 and 17
+    assert m["back_s"] == pytest.approx(6.0)
+    calm = protection(counter([2.0] * 20), {}, 10.0, 20.0)
+    assert calm["reaction_s"] == calm["back_s"] == 0.0
+
+
 def test_never_harmed_reacts_in_zero_and_never_back_is_nan():
     calm = counter([2.0] * 20)
     assert protection(calm, {}, 10.0, 20.0)["reaction_s"] == 0.0
@@ -49,6 +61,20 @@ def test_a_victim_that_catches_up_after_a_dip_is_not_whole():
 def test_isolation_is_never_above_one():
     m = protection(counter([1.0] * 10 + [1.5] * 10), {}, 10.0, 20.0)
     assert m["isolation"] == 1.0 and m["p05"] == 1.0
+
+
+def test_a_cells_interval_stays_within_a_share_and_a_time_stays_non_negative():
+    """Three network trials under no action with p05 0.0, 0.0, 0.9: Student t's ± 1.29 ran outside [0, 1] in the
+    table of 2026-12-07; a cell's interval is clipped to its metric's range (metrics.bounds)."""
+    from contend.metrics import aggregate
+    rows = [{"runtime": "runc", "scenario": "network", "resource": "none", "view": "protect", "metric": metric,
+             "value": v} for metric, vals in (("p05", (0.0, 0.0, 0.9)), ("isolation", (0.9, 1.0, 1.0)),
+                                              ("culprit_kept", (0.2, 0.9, 1.0)), ("reaction_s", (0.5, 0.5, 6.0)))
+            for v in vals]
+    cells = {r["metric"]: r for r in aggregate(rows)}
+    assert cells["p05"]["ci_low"] == 0.0 and 0.9 < cells["p05"]["ci_high"] <= 1.0
+    assert cells["isolation"]["ci_high"] == cells["culprit_kept"]["ci_high"] == 1.0
+    assert cells["reaction_s"]["ci_low"] == 0.0 and cells["reaction_s"]["ci_high"] > 6.0
 
 
 def test_no_calm_level_no_figures():

@@ -22,6 +22,23 @@ def test_a_blame_must_last_confirm_s_before_any_action():
     assert run(m, [[blame()], [], [blame()]]) == [[], [], []]  # not one that lasted: nothing done
 
 
+def test_a_blame_lasts_confirm_s_to_the_nearest_frame_not_to_the_microsecond():
+    """Frames 0.5 s apart arrive with jitter: a blame first seen at 9.351 and seen again at 9.850 has lasted its
+    0.5 s (seen in the network trials of 2026-12-07: every action came a period late). Still, one frame alone is
+    never confirmation, however far apart frames are."""
+    m = ProtectModel(confirm_s=0.5)
+    assert m.step(8.851, [], {}) == []
+    assert m.step(9.351, [blame()], {}) == []
+    assert [c.after for c in m.step(9.850, [blame()], {})] == [0.25]
+    m = ProtectModel(confirm_s=0.5)
+    assert m.step(0.0, [], {}) == [] and m.step(2.0, [blame()], {}) == []  # one frame: a blip, even 2 s later
+    assert m.step(2.3, [blame()], {}) == []  # 0.3 s of 0.5, to the nearest of frames 0.3 s apart: not yet
+    assert [c.after for c in m.step(2.6, [blame()], {})] == [0.25]
+    m = ProtectModel(confirm_s=1.0)
+    run(m, [[]] * 3)
+    assert m.step(3.0, [blame()], {}) == [] and m.step(3.6, [blame()], {}) == []  # 0.6 s of 1: not yet
+
+
 def test_the_level_rises_in_proportion_to_each_culprits_share_while_the_victim_suffers():
     m = ProtectModel(confirm_s=0.0, gain=0.25)
     two = blame(culprits=(("a", 0.8), ("b", 0.2)))
@@ -130,6 +147,21 @@ def test_a_hold_waits_while_its_victims_symptom_is_coming_back_and_tightens_once
     # without readings (a caller that gives none) nothing is coming back: as before
     m = ProtectModel(confirm_s=0.0, gain=0.25)
     assert [c.after for o in run(m, [[blame()]] * 3) for c in o] == [0.25, 0.5, 0.75]
+
+
+def test_a_network_hold_waits_its_settle_time_after_a_tightening_before_the_next():
+    """A shaping shows in a victim's round trips 0.5-0.75 s later (TCP's queue drains, its smoothed round trip
+    follows: the network trials of 2026-12-07 tightened again at 0.5 s and held noisy to 13 Mbit/s before the
+    first step's 47 could show); within the resource's settle time a hold is not tightened again. CPU's settles
+    at once."""
+    m = ProtectModel(confirm_s=0.0, gain=0.25)
+    steps = [(0.0, 20.0), (0.5, 20.1), (0.75, 5.2), (1.0, 5.0)]  # the last: stalled, so tighter
+    out = [m.step(t, [blame(resource="network")], {}, {("v", "network")}, {("v", "network"): s}) for t, s in steps]
+    assert [[c.after for c in o] for o in out] == [[0.25], [], [], [0.5]]
+    m = ProtectModel(confirm_s=0.0, gain=0.25)
+    out = [m.step(t, [blame()], {}, {("v", "cpu")}, {("v", "cpu"): 20.0}) for t, _ in steps]
+    assert [[c.after for c in o] for o in out] == [[0.25], [0.5], [0.75], [1.0]]
+    assert ProtectModel().settle_s == {"network": 1.0}
 
 
 def test_with_a_victim_class_only_its_members_are_protected_and_they_are_never_held():

@@ -292,17 +292,24 @@ def test_a_container_held_by_its_own_quota_blames_no_neighbour(boxes):
 
 
 @needs_root
-def test_a_container_at_its_own_memory_limit_is_its_own_doing(boxes):
+@pytest.mark.parametrize("set_when", ["made", "watched"])
+def test_a_container_at_its_own_memory_limit_is_its_own_doing(boxes, set_when):
+    """`watched`: its limit set after the watch found it, as protect's hold is: the verdict says the limit's
+    value read when it was hit, not the one of the last rescan (it said "69 of nan MiB")."""
     require("stress-ng")
-    victim = boxes("victim", Limits(memory=64 << 20))
+    victim = boxes("victim", Limits(memory=64 << 20) if set_when == "made" else None)
 
     def act(t0):
         time.sleep(2.5)
+        if set_when == "watched":
+            victim.cg.set_limits(Limits(memory=64 << 20))
         victim.run("stress-ng", "--vm", "1", "--vm-bytes", "200M", "--vm-keep", "--timeout", "6")
     events, frames = watch_while(boxes.run, act, 8)
     mem = started([e for e in events if e["resource"] == "memory"])
     assert mem and set(mem) == {("victim", "memory", "self", "victim")}, events
     assert not started(events, "blame"), events
+    said = [e["why"] for e in events if e["resource"] == "memory" and e["event"] not in ENDS]
+    assert all(" of 64 MiB" in r for r in said), said
 
 
 @needs_root

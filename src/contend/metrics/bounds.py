@@ -23,6 +23,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
                      "harmed_periods", "oom_kills", "reclaim_s", "burst_completion_s", "lat_imp", "lat_p99_imp",
                      "read_lat_us", "write_lat_us", "read_p50_us", "write_p50_us", "read_p99_us", "write_p99_us",
                      "lat_ms", "tps", "read_iops", "write_iops", "read_iops_min", "write_iops_min"), NON_NEGATIVE),
+    # protect: the victim's isolation period by period (each at most 1) and its p05, the culprits' work kept against
+    # no action's (at most all of it); a reaction, actions and settings left are times and counts
+    **dict.fromkeys(("isolation", "p05", "culprit_kept"), UNIT),
+    **dict.fromkeys(("reaction_s", "back_s", "actions", "control_actions", "settings_left", "culprit_rate"),
+                   NON_NEGATIVE),
     # parallel: each benchmark's figures (kinds/parallel/benchmarks.py: rates and times), normalised to a base,
     # the host's CPU use and memory peak
     **dict.fromkeys(("mflops", "ghz", "seconds", "copy_mb_s", "scale_mb_s", "add_mb_s", "triad_mb_s", "events_s",

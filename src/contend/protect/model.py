@@ -10,16 +10,18 @@ strongest setting its actuator may make, the operator's floor). Every period, pe
    is not held for it. Never a control: `self` and `unattributed` verdicts name no culprit to hold, and `host`,
    `writeback`, `steal` and nothing are never held.
 2. **Latch** (one rule for every resource, and `watch --guard`'s): engaged from the moment a blame has lasted
-   `confirm_s`, kept while such a blame holds and, after it, while the held culprit presses against what it
-   was left (its actuator says: it waits for CPU, it sits at its memory.high, it uses almost all of its disk
-   cap or rate: it would hurt again without the hold), until `release_s` have passed with neither.
+   `confirm_s` (to the nearest frame: frames come with jitter), kept while such a blame holds and, after it,
+   while the held culprit presses against what it was left (its actuator says: it waits for CPU, it sits at its
+   memory limit, it uses almost all of its disk cap or rate: it would hurt again without the hold), until
+   `release_s` have passed with neither.
 3. **Level.** While engaged and a victim's symptom is not back at its baseline (above the detector's threshold or
    half-way there: `Detector.unsettled`, whether its verdict still stands or cleared under the threshold), the
    level rises by `gain` × share: held back in proportion to the blame, until the symptom is back. A held
    culprit's victims whose symptoms are *coming back* (each fell to `coming` of the period before's, or
    below: `Detector.severity`) do not raise it that period: a tightening is judged once its effect shows, not
    on a period whose signal still carries the harm it is lifting (a round trip coming down, a run queue
-   draining). Released, it
+   draining); nor, on a resource whose effect shows late (`settle_s`: the network's), within that time of its
+   last tightening. Released, it
    falls by `give` each period (given back step by step; a harm that returns pauses it and, once it lasted, is
    gripped again from the level reached), and at 0 the actuator puts back what was there.
 4. **No cycle.** A container protected on a resource (a victim some hold on it serves) is never held on it,
@@ -62,8 +64,12 @@ class Latch:
     release_s: float = 10.0
     first: float | None = None  # when the blame standing now was first seen
     until: float = -math.inf
+    slack: float = 0.0  # how much short of confirm_s still counts: frames come with jitter (set by step)
 
-    def step(self, t: float, blamed: bool, presses: bool) -> bool:
+    def step(self, t: float, blamed: bool, presses: bool, slack: float = 0.0) -> bool:
+        """slack: half the last frames' interval (the model's), never half of confirm_s or more: a blame lasts
+        confirm_s to the nearest frame (9.351 to 9.850 is 0.5 s at 0.5 s periods), one frame alone never does."""
+        self.slack = min(slack, self.confirm_s / 2)
         if not blamed:
             self.first = None
         elif self.first is None:
@@ -73,7 +79,7 @@ class Latch:
         return self.engaged(t)
 
     def confirmed(self, t: float) -> bool:
-        return self.first is not None and t - self.first >= self.confirm_s - EPS
+        return self.first is not None and t - self.first >= self.confirm_s - max(self.slack, EPS)
 
     def engaged(self, t: float) -> bool:
         return t < self.until
@@ -87,6 +93,7 @@ class Hold:
     level: float = 0.0
     share: float = 0.0  # its share of the harm when last blamed
     victims: tuple[str, ...] = ()  # whom it was last held for
+    tightened: float = -math.inf  # when it was last tightened
 
 
 @dataclass(frozen=True)
@@ -109,9 +116,13 @@ class ProtectModel:
     gain: float = 0.25  # level per period at a share of 1 while a victim suffers
     give: float = 0.1  # level given back per period once released
     coming: float = 2 / 3  # a victim's symptom at this share of the period before's, or below: coming back
+    # s after a tightening before a hold on the resource is judged again: how long its effect takes to show
+    # (a shaping in a victim's round trips 0.5-0.75 s later: TCP's queue drains, its smoothed round trip follows)
+    settle_s: Mapping[str, float] = field(default_factory=lambda: {"network": 1.0})
     resources: tuple[str, ...] = ("cpu", "memory", "disk", "network")
     holds: dict[tuple[str, str], Hold] = field(default_factory=dict)
     severity: dict[tuple[str, str], float] = field(default_factory=dict)  # the period before's, per (victim, resource)
+    last_t: float | None = None  # the frame before's time
 
     def protected(self, resource: str) -> set[str]:
         """The victims the holds on a resource serve now."""
@@ -154,6 +165,8 @@ class ProtectModel:
         victims: the victim class (None: none given)."""
         severity = severity if severity is not None else {}
         now = self.blamed(blames, victims)
+        slack = (t - self.last_t) / 2 if self.last_t is not None else 0.0
+        self.last_t = t
         changes = []
         for key in sorted(set(now) | set(self.holds)):
             res, culprit = key
@@ -162,12 +175,16 @@ class ProtectModel:
             if h is None:
                 h = self.holds[key] = Hold(res, culprit, Latch(self.confirm_s, self.release_s))
             protected = culprit in self.protected(res)
-            engaged = h.latch.step(t, share > 0 and not protected, presses.get(key, False))
+            engaged = h.latch.step(t, share > 0 and not protected, presses.get(key, False), slack)
             before, why = h.level, ""
             # its blame cleared (under the detector's threshold) while a victim it was held for is not back yet
             still = h.level > 0 and not share and any((v, res) in unsettled for v in h.victims)
-            if engaged and ((h.latch.confirmed(t) and suffering) or still) and not self.coming_back(h, severity):
+            settle = self.settle_s.get(res, 0.0)
+            settling = t - h.tightened < settle - min(slack, settle / 2)  # to the nearest frame, as the latch
+            if engaged and ((h.latch.confirmed(t) and suffering) or still) and not settling and \
+                    not self.coming_back(h, severity):
                 h.level = min(1.0, h.level + self.gain * (share or h.share))
+                h.tightened = t
                 if share:
                     h.share, h.victims = share, victims
                 why = "tighten"

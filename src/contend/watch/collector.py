@@ -554,6 +554,9 @@ class WatchCollector:
                 lim = w.cgroup.io_limits().get(busiest)
                 cap = sum(x for x in (lim.rbps, lim.wbps) if x) if lim is not None else 0
                 out["io_limited"] = 1.0 if cap and moved >= 0.9 * cap else 0.0
+            if out["mem_max"] > 0:  # at a limit set since the last rescan (a hold's): its value read now, not nan
+                w.ceilings = w.cgroup.ceilings()
+                out["mem_limit"] = float(w.ceilings[1]) if w.ceilings[1] is not None else math.nan
         out.update(net_signals(net, prev[4], max(now - prev[3], 1e-3)))
         self._dout[name] = out
         return out

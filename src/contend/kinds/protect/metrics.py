@@ -8,8 +8,11 @@ detect trial's `truth` samples), per trial:
   averaged over the attack's time;
 - **p05**: the 5th percentile of that ratio period by period, once the mode reacted (over the whole attack where
   it never did): how low it still fell while held;
-- **reaction_s**: from the antagonist's first use to the end of the first of two periods in a row with the victim
-  back within RETAINED of its level (0 where it never fell; nan where it never came back);
+- **reaction_s**: from the harm's start (the start of the victim's first period below RETAINED of its level) to the
+  end of the first of two periods in a row with it back within RETAINED (0 where it never fell; nan where it
+  never came back). A cache reader fills its pod's free memory before the victim loses a page: the harm starts
+  seconds after the antagonist does, and a reaction to it is counted from it (the issue's "harm -> back");
+- **back_s**: the same end from the antagonist's first use (the reaction as it was counted before 2026-12-07);
 - **culprit_rate**: the antagonists' own rate over the attack (their work kept; the report divides it by no
   action's: work conservation).
 """
@@ -57,19 +60,22 @@ def protection(victim: Sequence[tuple[float, float]], culprits: dict[str, Sequen
     ends = ends[during]
     low = np.flatnonzero(ratio < RETAINED)
     if not len(low):
-        reaction, held = 0.0, ratio
+        reaction = back_s = 0.0
+        held = ratio
     else:
         back = [i for i in range(int(low[0]) + 1, len(ratio))
                 if ratio[i] >= RETAINED and (i + 1 >= len(ratio) or ratio[i + 1] >= RETAINED)]
-        reaction = float(ends[back[0]] - began) if back else math.nan
+        harm = float(starts[during][low[0]])
+        reaction = float(ends[back[0]] - harm) if back else math.nan
+        back_s = float(ends[back[0]] - began) if back else math.nan
         held = ratio[back[0]:] if back else ratio
     work = [mean_rate(c, began, t_end) for c in culprits.values()]
     return {"isolation": float(np.sum(np.minimum(ratio, 1.0) * spans) / np.sum(spans)),
             "p05": min(1.0, float(np.percentile(held, 5))),
-            "reaction_s": float(reaction),
+            "reaction_s": float(reaction), "back_s": back_s,
             "culprit_rate": float(sum(w for w in work if math.isfinite(w))) if work else math.nan,
             "victim_level": level}
 
-DIRECTIONS = {"isolation": HIGHER, "p05": HIGHER, "reaction_s": LOWER, "culprit_rate": DESCRIPTIVE,
+DIRECTIONS = {"isolation": HIGHER, "p05": HIGHER, "reaction_s": LOWER, "back_s": LOWER, "culprit_rate": DESCRIPTIVE,
               "culprit_kept": HIGHER, "victim_level": DESCRIPTIVE, "actions": DESCRIPTIVE,
               "control_actions": LOWER, "settings_left": LOWER}

@@ -106,7 +106,8 @@ def tables(rows: list[dict], failed: dict[tuple, str], runtimes: list[str], case
         if not out:
             notes.insert(0, "isolation: the victim's rate against its calm level period by period (each at most "
                             "1) over the attack; p05: its 5th percentile period by period once the mode reacted; "
-                            "reaction: from the antagonist's first use until the victim is back within 5 %; culprit "
+                            "reaction: from the harm's start (the victim's first period below 95 %) until it is back "
+                            "within 5 %; culprit "
                             "kept: the antagonists' work against no action's; left: settings left after the run")
         out.append(TextTable(rt, ["case", "mode", "n", *(h for _, h in COLUMNS)], lines, notes))
     return out
